@@ -1,0 +1,167 @@
+#pragma once
+// The op interface between the model and a device (architecture.md): the model is written once as
+// explicit forward and backward passes over these ops; a backend (cpu/, cuda/) implements them.
+//
+// Conventions
+// - All tensors are row-major and live in the backend's memory. N = number of token positions
+//   (B*T), C = model width, H / Hkv = query / key-value heads, D = head_dim, V = vocab.
+// - Backward ops ACCUMULATE into gradient outputs (g += ...) where the argument is named `d..._acc`,
+//   and OVERWRITE where it is named `d..._out`. Accumulation is what residual streams and gradient
+//   accumulation across micro-batches need; callers zero with fill() when starting fresh.
+// - Ops are asynchronous on devices that queue work; anything that returns a host value
+//   (sum, sum_squares, download) waits for the work queued before it.
+// - A backend supports the dtypes it documents; an unsupported combination is a ct::Error that names
+//   the op and the dtypes, never a silent conversion.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/tensor.h"
+
+namespace ct {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // ---- identity -------------------------------------------------------------------------------
+  virtual std::string name() const = 0;                // "cpu", "cuda"
+  virtual std::string device_description() const = 0;  // e.g. "2 cores of Intel Xeon (avx512_bf16)"
+  virtual int device_count() const { return 1; }        // devices or cores this backend drives
+  // Dense matmul peak of one step's precision, FLOP/s, for MFU; 0 when unknown.
+  virtual double peak_flops() const { return 0.0; }
+
+  // ---- memory ---------------------------------------------------------------------------------
+  // Zero-initialised memory of the given shape and dtype.
+  virtual Tensor allocate(const Shape& shape, DType dtype) = 0;
+  virtual void release(Tensor& tensor) = 0;
+  // Host <-> backend copies. The host side has dtype host_dtype (f32, f64, i32 or bf16 as uint16);
+  // values are converted to/from the tensor's dtype (rounding to nearest even into bf16).
+  virtual void upload(const Tensor& dst, const void* host, DType host_dtype) = 0;
+  virtual void download(void* host, DType host_dtype, const Tensor& src) = 0;
+  virtual void synchronize() {}
+
+  // ---- elementwise and reductions ---------------------------------------------------------------
+  virtual void fill(const Tensor& x, double value) = 0;
+  // dst = src, converting dtypes (same numel).
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  // y = alpha * x + beta * y
+  virtual void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) = 0;
+  virtual void scale(const Tensor& x, double factor) = 0;
+  // Sum of elements / of squares, accumulated in double, returned to the host.
+  virtual double sum(const Tensor& x) = 0;
+  virtual double sum_squares(const Tensor& x) = 0;
+
+  // ---- matrix multiply ------------------------------------------------------------------------
+  // c = alpha * op(a) @ op(b) + beta * c, where op(m) = m^T when the flag is set.
+  // a: [M,K] (or [K,M] transposed), b: [K,N] (or [N,K] transposed), c: [M,N]; all 2-D views.
+  // Linear layers store weights [out, in], so y = x W^T is gemm(x, W, y, false, true).
+  virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+                    double alpha = 1.0, double beta = 0.0) = 0;
+
+  // ---- the model's ops --------------------------------------------------------------------------
+  // out[n, :] = table[tokens[n], :]; tokens: i32 [N]; table: [V, C]; out: [N, C]
+  virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) = 0;
+  // dtable_acc[tokens[n], :] += dout[n, :]
+  virtual void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) = 0;
+
+  // RMSNorm without weight over the last dimension of x viewed as [R, C]:
+  //   r = 1 / sqrt(mean(x^2) + eps),  y = x * r.  rstd: f32 [R].
+  virtual void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) = 0;
+  // With y and r from the forward pass:  dx += r * (dy - y * mean(dy * y)).
+  virtual void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) = 0;
+
+  // Rotary embedding followed by RMSNorm over head_dim (QK norm), for q or k of shape [B, T, H, D].
+  // Position of row t is pos_offset + t. cos, sin: f32 [T_max, D/2] with T_max >= pos_offset + T.
+  // Half-split rotary: x1 = x[:D/2], x2 = x[D/2:], rot = (x1 cos + x2 sin, -x1 sin + x2 cos);
+  // then y = rot / sqrt(mean(rot^2) + eps); rstd: f32 [B*T*H].
+  virtual void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                                   const Tensor& sin, int64_t pos_offset, double eps) = 0;
+  // dx = R^T (rmsnorm backward of dy through y, rstd); overwrites dx (shape of x).
+  virtual void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                                    const Tensor& cos, const Tensor& sin, int64_t pos_offset) = 0;
+
+  // Causal softmax attention. q: [B, Tq, H, D]; k, v: [B, Tk, Hkv, D] with H % Hkv == 0 and Tk >= Tq;
+  // query i sits at absolute position (Tk - Tq + i) and sees keys 0..that position.
+  // out: [B, Tq, H, D]; lse: f32 [B, H, Tq], the log-sum-exp of each query's scaled scores, kept
+  // for the backward pass (no T x T matrix is stored).
+  virtual void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, double scale) = 0;
+  // Overwrites dq, dk, dv (Tq == Tk in training).
+  virtual void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                                  const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                                  const Tensor& k, const Tensor& v, double scale) = 0;
+
+  // y = relu(x)^2 ;  dx = dy * 2 relu(x)  (overwrites dx)
+  virtual void relu2_forward(const Tensor& y, const Tensor& x) = 0;
+  virtual void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) = 0;
+
+  // Softcapped cross-entropy. logits: f32 [N, V] before the cap; z = cap * tanh(logits / cap);
+  // losses[n] = logsumexp(z[n]) - z[n, targets[n]], and 0 where targets[n] < 0. losses: f32 [N].
+  // argmax (optional, i32 [N], may be empty): the index of the largest z[n] (first on ties).
+  virtual void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                             const Tensor& targets, double softcap) = 0;
+  // dlogits = loss_scale * d(losses[n]) / d(logits) for targets >= 0, 0 elsewhere;
+  // dlogits may alias logits (the CPU and CUDA backends compute it in place).
+  virtual void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                              const Tensor& targets, double softcap, double loss_scale) = 0;
+
+  // ---- optimizer updates (f32 parameters and state) ------------------------------------------------
+  // AdamW with bias correction at step t (1-based):
+  //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (wd p + (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps))
+  virtual void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                            double beta1, double beta2, double eps, double weight_decay, int64_t step) = 0;
+  // Muon's momentum (Nesterov form): buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf.
+  virtual void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) = 0;
+  // Newton-Schulz orthogonalisation of the 2-D matrix g into x (same shape), model.md:
+  //   X = G / (||G||_F + 1e-7) (transposed first when rows > cols); `steps` times:
+  //   A = X X^T, B = b A + c A A, X = a X + B X; transposed back.
+  virtual void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;
+};
+
+// Owns one allocation of a backend; movable, not copyable.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend& backend, const Shape& shape, DType dtype)
+      : backend_(&backend), tensor_(backend.allocate(shape, dtype)) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& other) noexcept : backend_(other.backend_), tensor_(other.tensor_) { other.tensor_ = {}; }
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      backend_ = other.backend_;
+      tensor_ = other.tensor_;
+      other.tensor_ = {};
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  const Tensor& tensor() const { return tensor_; }
+  operator const Tensor&() const { return tensor_; }  // NOLINT: a Buffer is used where a Tensor is
+  const Shape& shape() const { return tensor_.shape; }
+  DType dtype() const { return tensor_.dtype; }
+  void reset() {
+    if (backend_ && !tensor_.empty()) backend_->release(tensor_);
+    tensor_ = {};
+  }
+
+ private:
+  Backend* backend_ = nullptr;
+  Tensor tensor_;
+};
+
+struct BackendOptions {
+  std::string name = "cpu";  // "cpu" or "cuda"
+  int threads = 0;           // CPU: 0 = every available core
+  int device = 0;            // CUDA: device ordinal
+  std::string matmul_precision = "f32";  // "f32" or "bf16" (inputs rounded to bf16, f32 accumulation)
+};
+
+// Creates a backend by name; a clear error when it is not built in or cannot start.
+std::unique_ptr<Backend> create_backend(const BackendOptions& options);
+std::vector<std::string> available_backends();
+
+}  // namespace ct

@@ -1,0 +1,9 @@
+#pragma once
+// Each subcommand lives in its own file and registers itself on the top-level app here.
+#include <CLI/CLI.hpp>
+
+namespace ct::cli {
+
+void add_version_command(CLI::App& app);
+
+}  // namespace ct::cli

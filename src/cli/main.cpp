@@ -1,0 +1,25 @@
+// clocktrain: one binary, one subcommand per stage of the flow (see docs/).
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"clocktrain: pretrain a small language model against a wall-clock budget, and score it"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  ct::cli::add_version_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ct::Error& e) {
+    std::fprintf(stderr, "clocktrain: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "clocktrain: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

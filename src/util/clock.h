@@ -1,0 +1,29 @@
+#pragma once
+// Monotonic wall-clock time in seconds, for budgets and throughput.
+#include <chrono>
+
+namespace ct {
+
+inline double monotonic_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Measures elapsed seconds since construction or the last restart().
+class Stopwatch {
+ public:
+  Stopwatch() : start_(monotonic_seconds()) {}
+  void restart() { start_ = monotonic_seconds(); }
+  double seconds() const { return monotonic_seconds() - start_; }
+
+ private:
+  double start_;
+};
+
+// Seconds since the Unix epoch (UTC), for timestamps in records.
+inline double unix_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace ct

@@ -1,0 +1,75 @@
+#pragma once
+// Shared helpers for the unit tests: where the data, python3 and the binary are, scratch folders,
+// and running a command to capture its output.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace ct::test {
+
+namespace fs = std::filesystem;
+
+inline std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+inline fs::path data_dir() { return env_or("CLOCKTRAIN_DATA", "../shared/data"); }
+inline fs::path source_dir() { return env_or("CLOCKTRAIN_SOURCE_DIR", "."); }
+inline std::string python() { return env_or("CLOCKTRAIN_PYTHON", "/usr/bin/python3"); }
+inline std::string clocktrain_bin() { return env_or("CLOCKTRAIN_BIN", "clocktrain"); }
+
+// True when the system python3 can import every module named (space separated).
+inline bool python_has(const std::string& modules) {
+  std::string list;
+  for (char c : modules) list += (c == ' ' ? ',' : c);
+  return std::system((python() + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A fresh scratch folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "ct";
+    path_ = fs::temp_directory_path() / ("clocktrain-test-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  fs::path path_;
+};
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command, capturing stdout and stderr.
+inline CommandResult run_command(const std::string& command) {
+  std::string full = command + " 2>&1";
+  FILE* pipe = ::popen(full.c_str(), "r");
+  CommandResult result{-1, ""};
+  if (!pipe) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace ct::test
