@@ -117,7 +117,7 @@ CoreTaskResult evaluate_core_task(const CoreTaskSpec& spec, std::vector<CoreRow>
     // Rows are independent: render and tokenize them in parallel (deterministic per row).
     std::exception_ptr error;
     std::mutex error_mutex;
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for schedule(dynamic, 4) if (chunk_end - chunk_begin >= 16)
     for (int64_t i = chunk_begin; i < chunk_end; ++i) {
       try {
         prepared[i - chunk_begin] = prepare_row(spec, rows, static_cast<size_t>(i), encoder, max_len);
