@@ -15,7 +15,7 @@
 #include "eval/core_bundle.h"
 #include "eval/core_spans.h"
 #include "eval/sequence_scorer.h"
-#include "eval/text_encoder.h"
+#include "data/text_encoder.h"
 
 namespace ct {
 

@@ -27,8 +27,7 @@ CoreQuestion build_core_question(CoreTaskType type, const std::vector<std::strin
   tokens.reserve(prompts.size());
   for (const auto& p : prompts) {
     std::vector<int32_t> t{encoder.bos_id()};
-    auto body = encoder.encode(p);
-    t.insert(t.end(), body.begin(), body.end());
+    encoder.encode_append(p, t);
     tokens.push_back(std::move(t));
   }
   switch (type) {

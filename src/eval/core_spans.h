@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "eval/core_bundle.h"
-#include "eval/text_encoder.h"
+#include "data/text_encoder.h"
 
 namespace ct {
 

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/sequence_scorer.h"
-#include "eval/text_encoder.h"
+#include "data/text_encoder.h"
 
 namespace ct::test {
 
@@ -49,12 +49,17 @@ class ToyEncoder final : public TextEncoder {
     return out;
   }
   static int32_t id_of(std::string_view piece) { return 1 + static_cast<int32_t>(fnv1a32(piece) % (kVocab - 1)); }
-  std::vector<int32_t> encode(std::string_view text) const override {
+  void encode_append(std::string_view text, std::vector<int32_t>& out) const override {
+    for (const auto& p : pieces(text)) out.push_back(id_of(p));
+  }
+  std::vector<int32_t> encode(std::string_view text) const {
     std::vector<int32_t> ids;
-    for (const auto& p : pieces(text)) ids.push_back(id_of(p));
+    encode_append(text, ids);
     return ids;
   }
   int32_t bos_id() const override { return 0; }
+  int64_t vocab_size() const override { return kVocab; }
+  std::string sha256() const override { return "toy-encoder"; }
 };
 
 // A deterministic causal "model": h_i = FNV-style hash of tokens[0..i];
