@@ -107,7 +107,7 @@ CoreTaskResult evaluate_core_task(const CoreTaskSpec& spec, std::vector<CoreRow>
   const auto n = static_cast<int64_t>(rows.size());
   check(spec.num_fewshot < n, "task '", spec.label, "': ", spec.num_fewshot, " shots need more than ",
         spec.num_fewshot, " rows, but ", n, " are kept", options.max_per_task > 0 ? " (raise --max-per-task)" : "");
-  const int64_t max_len = scorer.max_sequence_length();
+  const int64_t max_len = scorer.context_length();
   check(max_len >= 2, "the model's context must hold at least 2 tokens, got ", max_len);
   const int64_t chunk = std::max<int64_t>(1, options.chunk_rows);
 

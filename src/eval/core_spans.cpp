@@ -20,7 +20,7 @@ int64_t common_token_length(const std::vector<std::vector<int32_t>>& sequences, 
 }
 
 CoreQuestion build_core_question(CoreTaskType type, const std::vector<std::string>& prompts, int gold,
-                                 const TextEncoder& encoder, int64_t max_sequence_length) {
+                                 const TextEncoder& encoder, int64_t context_length) {
   CoreQuestion q;
   q.gold = gold;
   std::vector<std::vector<int32_t>> tokens;
@@ -64,8 +64,8 @@ CoreQuestion build_core_question(CoreTaskType type, const std::vector<std::strin
   }
   for (auto& s : q.sequences) {
     const auto len = static_cast<int64_t>(s.tokens.size());
-    if (max_sequence_length > 0 && len > max_sequence_length) {
-      const int64_t crop = len - max_sequence_length;
+    if (context_length > 0 && len > context_length) {
+      const int64_t crop = len - context_length;
       s.tokens.erase(s.tokens.begin(), s.tokens.begin() + crop);
       s.span_begin -= crop;
       s.span_end -= crop;

@@ -34,9 +34,9 @@ struct CoreQuestion {
 int64_t common_token_length(const std::vector<std::vector<int32_t>>& sequences, bool from_end);
 
 // Tokenizes prompts (from render_core_prompts) and builds the row's sequences and spans, then keeps
-// the last `max_sequence_length` tokens of any longer sequence, shifting its span, and clamps a span
-// that would start before position 1 to start at 1. max_sequence_length <= 0 means no limit.
+// the last `context_length` tokens of any longer sequence, shifting its span, and clamps a span
+// that would start before position 1 to start at 1. context_length <= 0 means no limit.
 CoreQuestion build_core_question(CoreTaskType type, const std::vector<std::string>& prompts, int gold,
-                                 const TextEncoder& encoder, int64_t max_sequence_length);
+                                 const TextEncoder& encoder, int64_t context_length);
 
 }  // namespace ct

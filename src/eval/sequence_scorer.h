@@ -33,12 +33,12 @@ class SequenceScorer {
  public:
   virtual ~SequenceScorer() = default;
 
-  // The longest sequence score() accepts (the model's context); longer ones are truncated by the
-  // caller.
-  virtual int64_t max_sequence_length() const = 0;
+  // The model's context T: the most positions one forward pass takes. score() accepts sequences of
+  // 1..T+1 tokens (the last token is only a target, never an input): CORE truncates its sequences
+  // to T tokens (eval.md), val_bpb scores rows of T+1 tokens.
+  virtual int64_t context_length() const = 0;
 
-  // Scores each sequence (lengths 1..max_sequence_length(), possibly all different). out is
-  // resized to sequences.size().
+  // Scores each sequence (lengths may all differ). out is resized to sequences.size().
   virtual void score(const std::vector<std::vector<int32_t>>& sequences, std::vector<SequenceScores>& out) = 0;
 
   // Scores groups of sequences; out[g][s] belongs to groups[g].sequences[s]. The default flattens

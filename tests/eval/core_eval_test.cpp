@@ -202,7 +202,7 @@ TEST(CoreEval, ResultsDoNotDependOnBatchingOrPrefixReuse) {
     struct Flat : SequenceScorer {  // hides score_groups: the default flattening path
       test::HashFakeScorer& inner;
       explicit Flat(test::HashFakeScorer& f) : inner(f) {}
-      int64_t max_sequence_length() const override { return inner.max_sequence_length(); }
+      int64_t context_length() const override { return inner.context_length(); }
       void score(const std::vector<std::vector<int32_t>>& s, std::vector<SequenceScores>& o) override { inner.score(s, o); }
     } flat(fake);
     CoreOptions opt;

@@ -69,7 +69,7 @@ class ToyEncoder final : public TextEncoder {
 class HashFakeScorer final : public SequenceScorer {
  public:
   explicit HashFakeScorer(int64_t max_len) : max_len_(max_len) {}
-  int64_t max_sequence_length() const override { return max_len_; }
+  int64_t context_length() const override { return max_len_; }
   int64_t calls = 0, group_calls = 0, sequences_scored = 0, prefix_tokens_reused = 0;
 
   static uint32_t step(uint32_t h, int32_t token) { return (h ^ static_cast<uint32_t>(token)) * 16777619u; }
@@ -126,7 +126,7 @@ class RuleFakeScorer final : public SequenceScorer {
  public:
   RuleFakeScorer(int64_t max_len, std::map<int32_t, float> cost, std::set<int32_t> good, std::set<int32_t> known)
       : max_len_(max_len), cost_(std::move(cost)), good_(std::move(good)), known_(std::move(known)) {}
-  int64_t max_sequence_length() const override { return max_len_; }
+  int64_t context_length() const override { return max_len_; }
   void score(const std::vector<std::vector<int32_t>>& sequences, std::vector<SequenceScores>& out) override {
     out.assign(sequences.size(), {});
     for (size_t s = 0; s < sequences.size(); ++s) {
