@@ -57,11 +57,10 @@ def main():
             if len(ma) != len(mb) or any((x is None) != (y is None) for x, y in zip(ma, mb)):
                 problem(f"{where}: mean_losses {ma} != {mb}")
                 continue
-            for x, y in zip(ma, mb):
-                if x is not None:
-                    max_loss_diff = max(max_loss_diff, abs(x - y))
-            if max_loss_diff > args.loss_tolerance:
-                problem(f"{where}: mean loss differs by {max_loss_diff:g} > {args.loss_tolerance:g}")
+            row_diff = max([abs(x - y) for x, y in zip(ma, mb) if x is not None], default=0.0)
+            max_loss_diff = max(max_loss_diff, row_diff)
+            if row_diff > args.loss_tolerance:
+                problem(f"{where}: mean loss differs by {row_diff:g} > {args.loss_tolerance:g}")
             if ra["pred"] != rb["pred"] or ra["correct"] != rb["correct"]:
                 task_verdict_diffs += 1
                 near_tie = len(ma) > 1 and all(v is not None for v in ma) and \
