@@ -28,8 +28,7 @@ class FileInput {
 
   size_t read(void* buffer, size_t capacity) {
     size_t n = std::fread(buffer, 1, capacity, file_);
-    check(n > 0 || !std::ferror(file_), path_.string(), ": read error at byte ", bytes_read_, ": ",
-          std::strerror(errno));
+    if (n == 0 && std::ferror(file_)) fail(path_.string(), ": read error at byte ", bytes_read_, ": ", std::strerror(errno));
     bytes_read_ += n;
     return n;
   }

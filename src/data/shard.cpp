@@ -37,8 +37,10 @@ void write_tokens_as(AtomicWriter& writer, Sha256& hash, std::span<const int32_t
     size_t n = std::min(block.size(), tokens.size() - start);
     for (size_t i = 0; i < n; ++i) {
       int32_t id = tokens[start + i];
-      check(id >= 0 && static_cast<int64_t>(id) <= kMax, path.string(), ": token ", start + i, " is ", id,
-            ", which does not fit a ", sizeof(Word) * 8, "-bit shard");
+      if (id < 0 || static_cast<int64_t>(id) > kMax) {  // (not check(): its message would be built per token)
+        fail(path.string(), ": token ", start + i, " is ", id, ", which does not fit a ", sizeof(Word) * 8,
+             "-bit shard");
+      }
       block[i] = static_cast<Word>(id);
     }
     writer.write(block.data(), n * sizeof(Word));
@@ -134,8 +136,10 @@ int32_t ShardFile::token(int64_t index) const {
 }
 
 void ShardFile::copy_tokens(int64_t start, int64_t count, int32_t* out) const {
-  check(start >= 0 && count >= 0 && start + count <= token_count_, path_.string(), ": tokens [", start, ", ",
-        start + count, ") lie outside the shard's ", token_count_, " tokens");
+  if (start < 0 || count < 0 || start + count > token_count_) {
+    fail(path_.string(), ": tokens [", start, ", ", start + count, ") lie outside the shard's ", token_count_,
+         " tokens");
+  }
   const uint8_t* base = data_ + kShardHeaderBytes;
   if (token_bytes_ == 2) {
     const auto* words = reinterpret_cast<const uint16_t*>(base) + start;

@@ -88,12 +88,11 @@ SafetensorsFile::SafetensorsFile(std::filesystem::path path) : path_(std::move(p
           e.dtype, " and its shape need ", expected);
     entries_.push_back(std::move(e));
   }
-  std::vector<const SafetensorsEntry*> by_offset;
-  for (const auto& e : entries_) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i)
-    check(by_offset[i]->begin >= by_offset[i - 1]->end, where, ": tensors '", by_offset[i - 1]->name, "' and '",
-          by_offset[i]->name, "' overlap");
+  // entries() lists the tensors in data order (the order they were written).
+  std::stable_sort(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < entries_.size(); ++i)
+    check(entries_[i].begin >= entries_[i - 1].end, where, ": tensors '", entries_[i - 1].name, "' and '",
+          entries_[i].name, "' overlap");
 }
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {

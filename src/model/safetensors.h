@@ -27,7 +27,7 @@ class SafetensorsFile {
  public:
   explicit SafetensorsFile(std::filesystem::path path);
   const std::filesystem::path& path() const { return path_; }
-  const std::vector<SafetensorsEntry>& entries() const { return entries_; }
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }  // in data order
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const SafetensorsEntry* find(const std::string& name) const;
   // The entry, checked: present, of this dtype and shape (errors name the file and tensor).

@@ -39,7 +39,10 @@ GradientCheck Optimizer::check_gradients() {
   double total = 0.0;
   for (Parameter& p : model_->parameters()) {
     const double sq = model_->backend().sum_squares(p.grad);
-    if (!std::isfinite(sq) && result.first_nonfinite.empty()) result.first_nonfinite = p.spec.name;
+    if (!std::isfinite(sq)) {
+      if (result.first_nonfinite.empty()) result.first_nonfinite = p.spec.name;
+      ++result.nonfinite_tensors;
+    }
     total += sq;
   }
   result.norm = std::sqrt(total);

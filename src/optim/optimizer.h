@@ -22,6 +22,7 @@ namespace ct {
 struct GradientCheck {
   double norm = 0.0;               // sqrt of the sum over every gradient element of g^2 (in double)
   std::string first_nonfinite;     // the first parameter (in model order) whose gradient is NaN/Inf
+  int64_t nonfinite_tensors = 0;   // how many parameters' gradients are
   bool finite() const { return first_nonfinite.empty(); }
 };
 

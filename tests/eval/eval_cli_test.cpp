@@ -139,9 +139,9 @@ TEST_F(EvalCli, BadCheckpoints) {
 }
 
 TEST_F(EvalCli, CoreDumpMatchesTorchReference) {
-  // Switches on when the engine's torch twin of the model lands (tests/python/reference_gpt.py with
-  // load_checkpoint(dir) -> (module, config)): the same prompts, tokens and spans, mean losses within
-  // float tolerance, and the same verdicts except float-rounding ties.
+  // Against the engine's torch twin of the model (tests/python/reference_gpt.py): the same prompts,
+  // tokens and spans, mean losses within float tolerance, and the same verdicts except
+  // float-rounding ties.
   const auto ref = test::source_dir() / "tests/python/reference_gpt.py";
   if (!fs::exists(ref)) GTEST_SKIP() << ref << " is not there yet";
   if (!test::python_has("torch yaml jinja2 regex")) GTEST_SKIP() << "python3 lacks torch, yaml, jinja2 or regex";

@@ -198,18 +198,18 @@ class HashFakeModel:
 
 
 class TorchCheckpointModel:
-    """A clocktrain checkpoint run in torch (fp32). tests/python/reference_gpt.py (the engine's torch
-    twin of the model) must provide load_checkpoint(dir) -> (module, config) where module(idx[B,T]) gives
-    the softcapped logits [B,T,V] and config["sequence_len"] is the context."""
+    """A clocktrain checkpoint run in torch (fp32) by tests/python/reference_gpt.py, the engine's
+    independent torch twin of model.md: load_checkpoint(dir) -> module, module(idx[B,T]) -> the
+    softcapped logits [B,T,vocab], module.cfg.sequence_len the context."""
 
     def __init__(self, checkpoint):
         import torch
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import reference_gpt
         self.torch = torch
-        self.model, config = reference_gpt.load_checkpoint(checkpoint)
+        self.model = reference_gpt.load_checkpoint(checkpoint)
         self.model.eval()
-        self.max_len = int(config["sequence_len"])
+        self.max_len = int(self.model.cfg.sequence_len)
 
     def score(self, sequences):
         torch = self.torch
@@ -221,6 +221,7 @@ class TorchCheckpointModel:
                 losses = torch.nn.functional.cross_entropy(logits[:-1], idx[0, 1:], reduction="none")
                 out.append((losses.tolist(), logits[:-1].argmax(dim=-1).tolist()))
         return out
+
 
 # ----------------------------------------------------------------------------------------------
 # The procedure
