@@ -34,10 +34,13 @@ void run_bpb(const BpbArgs& args) {
   options.progress = [&](int64_t done, int64_t total) {
     progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
   };
-  BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens);
+  std::vector<std::string> files_read = checkpoint.files_read;
+  BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens, &files_read);
   progress.finish();
   OrderedJson j = bpb_result_json(result);
   j["checkpoint"] = args.checkpoint;
+  j["checkpoint_sha256"] = checkpoint.weights_sha256;
+  j["files_read"] = files_read;
   j["backend"] = backend->device_description();
   if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
   if (args.json) {
@@ -88,6 +91,10 @@ void run_core(const CoreArgs& args) {
   progress.finish();
   OrderedJson j = core_result_json(result);
   j["checkpoint"] = args.checkpoint;
+  j["checkpoint_sha256"] = checkpoint.weights_sha256;
+  std::vector<std::string> files_read = checkpoint.files_read;
+  files_read.insert(files_read.end(), result.files_read.begin(), result.files_read.end());
+  j["files_read"] = files_read;
   j["backend"] = backend->device_description();
   if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
   if (!args.dump_prompts.empty()) write_file_atomic(args.dump_prompts, core_rows_json(result).dump() + "\n");

@@ -1,9 +1,11 @@
 #include "eval/checkpoint_eval.h"
 
+#include "data/corpus_reader.h"
 #include "data/text_encoder.h"
 #include "eval/gpt_adapters.h"
 #include "model/checkpoint.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace ct {
 
@@ -13,6 +15,9 @@ EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::pat
   c.dir = dir;
   c.tokenizer = Tokenizer::load(dir);
   c.model = load_model(backend, dir);
+  c.weights_sha256 = sha256_file(dir / kModelWeightsFile);
+  for (const char* name : {kModelConfigFile, kModelWeightsFile, "tokenizer.tiktoken", "tokenizer.json"})
+    c.files_read.push_back((dir / name).string());
   check(c.model->config().vocab_size == c.tokenizer.vocab_size(), (dir / kModelConfigFile).string(),
         ": field 'vocab_size' is ", c.model->config().vocab_size, " but the tokenizer beside it has ",
         c.tokenizer.vocab_size(), " tokens");
@@ -20,8 +25,11 @@ EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::pat
 }
 
 BpbResult evaluate_checkpoint_bpb(EvalCheckpoint& checkpoint, const std::filesystem::path& val_dir,
-                                  const BpbOptions& options, int64_t batch_tokens) {
+                                  const BpbOptions& options, int64_t batch_tokens,
+                                  std::vector<std::string>* files_read) {
   auto encoder = tokenizer_encoder(checkpoint.tokenizer);
+  if (files_read)
+    for (const auto& f : list_corpus_files(val_dir)) files_read->push_back(f.string());
   const auto stream = tokenize_documents(read_documents(val_dir), *encoder);
   GptSequenceScorer scorer(*checkpoint.model, batch_tokens);
   BpbOptions opt = options;

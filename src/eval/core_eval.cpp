@@ -195,6 +195,7 @@ CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, S
   CoreResult result;
   result.missing_tasks = bundle.missing_labels();
   result.max_per_task = options.max_per_task;
+  result.files_read = {(bundle.root / "core.yaml").string(), (bundle.root / "eval_meta_data.csv").string()};
   std::vector<const CoreTaskSpec*> chosen;
   if (options.tasks.empty()) {
     for (const auto& t : bundle.tasks)
@@ -213,7 +214,10 @@ CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, S
   for (const CoreTaskSpec* t : chosen) {
     auto key = std::make_pair(t->data_path.string(), static_cast<int>(t->type));
     auto it = loaded.find(key);
-    if (it == loaded.end()) it = loaded.emplace(key, load_core_rows(t->data_path, t->type)).first;
+    if (it == loaded.end()) {
+      it = loaded.emplace(key, load_core_rows(t->data_path, t->type)).first;
+      result.files_read.push_back(t->data_path.string());
+    }
     result.tasks.push_back(evaluate_core_task(*t, it->second, encoder, scorer, options));
     centered_sum += result.tasks.back().centered;
   }

@@ -65,6 +65,7 @@ struct CoreResult {
   double core = 0;                         // mean of centered over the evaluated tasks
   int64_t max_per_task = 0;
   bool task_subset = false;                // --tasks chose some of the present tasks
+  std::vector<std::string> files_read;     // core.yaml, eval_meta_data.csv and the task files read
 };
 
 double centered_accuracy(double accuracy, double random_baseline_percent);

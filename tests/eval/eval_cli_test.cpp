@@ -11,6 +11,7 @@
 #include "test_support.h"
 #include "text/small_tokenizer.h"
 #include "util/files.h"
+#include "util/sha256.h"
 
 namespace ct {
 namespace {
@@ -65,6 +66,13 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   EXPECT_EQ(j["bytes"].get<int64_t>(), lib.bytes);
   EXPECT_EQ(j["targets"].get<int64_t>(), lib.targets);
   EXPECT_EQ(j["sequence_len"].get<int64_t>(), 64);
+  // What the gate's trusted_evaluation check needs: the weights' hash and every file read.
+  EXPECT_EQ(j["checkpoint_sha256"], sha256_file(dir_ / "ckpt" / "model.safetensors"));
+  EXPECT_EQ(j["checkpoint_sha256"], checkpoint.weights_sha256);
+  const auto files = j["files_read"].get<std::vector<std::string>>();
+  ASSERT_EQ(files.size(), 5u);
+  EXPECT_EQ(files[1], (dir_ / "ckpt" / "model.safetensors").string());
+  EXPECT_EQ(files[4], (dir_ / "data" / "val" / "val_000.jsonl.zst").string());
   // A random model is far from a good one: about log2(vocab)/bytes-per-token bits per byte or more.
   EXPECT_GT(lib.bpb, 1.0);
   // Bytes = the UTF-8 bytes of the three documents (BOS targets count nothing).
@@ -95,6 +103,9 @@ TEST_F(EvalCli, CoreTableJsonAndDump) {
   EXPECT_EQ(j["tasks"][0]["label"], "mc_answer");
   EXPECT_EQ(j["tasks"][0]["shots"], 2);
   EXPECT_TRUE(j["task_subset"].get<bool>());
+  const auto files = j["files_read"].get<std::vector<std::string>>();
+  ASSERT_EQ(files.size(), 8u);  // 4 checkpoint files, core.yaml, the CSV, 2 task files
+  EXPECT_EQ(files[7], bundle + "/eval_data/lm/lm_default.jsonl");
   Json d = Json::parse(read_file(dump));
   EXPECT_EQ(d["tasks"][1]["row_records"].size(), 4u);
   EXPECT_EQ(d["tasks"][0]["row_records"][0]["prompts"].size(),
