@@ -5,5 +5,6 @@
 namespace ct::cli {
 
 void add_version_command(CLI::App& app);
+void add_lab_command(CLI::App& app);
 
 }  // namespace ct::cli
