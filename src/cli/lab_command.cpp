@@ -35,6 +35,7 @@ struct LabState {
   std::optional<double> at;
   std::string verdict_rung;
   std::string report_out = "lab-report.html";
+  std::string reason;
 };
 
 void add_ledger_option(CLI::App* cmd, LabState& s) {
@@ -117,6 +118,12 @@ void add_lab_command(CLI::App& app) {
     lab::lab_add(state->ledger, state->experiment, state->arm, state->rung, dirs, std::cout);
   });
 
+  auto* exclude = lab->add_subcommand("exclude", "Take a run out of every statistic and verdict (kept, with the reason)");
+  add_ledger_option(exclude, s);
+  exclude->add_option("run", s.experiment, "Run id")->required();
+  exclude->add_option("--reason", s.reason, "Why (stored in the ledger)")->required();
+  exclude->callback([state] { lab::lab_exclude(state->ledger, state->experiment, state->reason, std::cout); });
+
   auto* check_cmd = lab->add_subcommand("check", "Run a check command and record it as the cpu-check or probe rung");
   add_ledger_option(check_cmd, s);
   check_cmd->add_option("experiment", s.check.experiment, "Experiment id")->required();
@@ -162,6 +169,7 @@ void add_lab_command(CLI::App& app) {
   elasticity->add_option("--speedup", s.elasticity.speedups_percent, "Speed-ups in percent (default 1,2,5,10)")
       ->delimiter(',');
   elasticity->add_option("--at", s.at, "Operating point in steps (or tokens); default: the largest level");
+  elasticity->add_option("--at-budget", s.elasticity.at_budget, "Operating point: the runs at this budget (seconds)");
   elasticity->add_option("--confidence", s.elasticity.confidence, "Confidence of the intervals (default 0.95)");
   elasticity->callback([state] {
     state->elasticity.ledger = state->ledger;

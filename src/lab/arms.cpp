@@ -52,8 +52,11 @@ std::string describe_values(const std::string& key, const std::vector<const Stor
   for (const auto& value : order) {
     if (!out.empty()) out += "; ";
     out += value + " in";
+    bool first_arm = true;
     for (const auto& [arm, ids] : where[value]) {
-      out += " arm " + arm + " (run";
+      out += first_arm ? " arm " : ", arm ";
+      first_arm = false;
+      out += arm + " (run";
       out += ids.size() > 1 ? "s " : " ";
       for (size_t j = 0; j < ids.size(); ++j) out += (j ? ", " : "") + std::to_string(ids[j]);
       out += ")";

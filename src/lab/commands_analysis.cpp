@@ -73,12 +73,12 @@ void print_noise(const NoiseEstimate& n, const std::string& metric, const NoiseO
       << "  single-run std " << format_optional(n.single_run_std, 5) << "  (one run, fresh seed)\n";
   if (!n.single_run_std && !n.pair_noise) return;
   out << "  minimum detectable effect at " << o.confidence * 100 << "% confidence, power " << o.power << ":\n";
-  TextTable table({"  runs/arm", "different seeds", "same seeds (paired)"});
+  TextTable table({"runs/arm", "different seeds", "same seeds (paired)"});
   for (int runs : o.runs_per_arm) {
     MdeRow row = mde_for(n, runs, o.confidence, o.power);
-    table.add_row({"  " + std::to_string(runs), format_optional(row.unpaired, 5), format_optional(row.paired, 5)});
+    table.add_row({std::to_string(runs), format_optional(row.unpaired, 5), format_optional(row.paired, 5)});
   }
-  out << table.render();
+  out << table.render(2);
 }
 
 std::vector<SeededValue> seeded_values(const std::vector<const StoredRun*>& runs, const std::string& metric) {
@@ -217,7 +217,15 @@ void lab_elasticity(const ElasticityOptions& o, std::ostream& out) {
                     std::to_string(r.fit.df())});
   }
   out << ranges.render();
+  check(!(o.at && o.at_budget), "lab elasticity: give --at or --at-budget, not both");
   double operating_x = o.at ? std::log(*o.at) : fit.levels.back().mean_x;
+  if (o.at_budget) {
+    check(by == "budget", "lab elasticity: --at-budget needs levels by budget (runs at 2 or more budgets)");
+    auto level = std::find_if(fit.levels.begin(), fit.levels.end(),
+                              [&](const ElasticityLevel& l) { return l.level == *o.at_budget; });
+    check(level != fit.levels.end(), "lab elasticity: no runs at budget ", *o.at_budget, " s");
+    operating_x = level->mean_x;
+  }
   check(std::isfinite(operating_x), "lab elasticity: --at must be a positive ", o.x, " count");
   out << "\nexpected change of val_bpb from a speed-up at " << format_fixed(std::exp(operating_x), 1) << " " << o.x
       << " (delta = slope * ln(1 + p/100); " << o.confidence * 100 << "% interval):\n";
@@ -252,14 +260,13 @@ std::string lab_verdict(const fs::path& ledger_path, int64_t experiment, std::op
   check(rung.has_value(), "lab verdict: experiment ", experiment, " has no rung with runs in both arms (",
         e.rule.control_arm, ", ", e.rule.treatment_arm, ")");
   std::vector<const StoredRun*> used;
+  std::vector<std::string> left_out;
   ArmSample treatment{e.rule.treatment_arm, {}, {}, {}}, control{e.rule.control_arm, {}, {}, {}};
-  out << "experiment " << experiment << ": " << e.change << "\n  rule: " << e.rule.canonical(e.confidence)
-      << "\n  rung: " << rung_name(*rung) << "\n";
   for (const auto& r : runs) {
     if (r.rung != *rung || (r.arm != e.rule.treatment_arm && r.arm != e.rule.control_arm)) continue;
     std::string why;
     if (!usable_for_statistics(r, e.rule.metric, &why)) {
-      out << "  excluded run " << r.id << " (arm " << r.arm << "): " << why << "\n";
+      left_out.push_back(str("  left out run ", r.id, " (arm ", r.arm, "): ", why, "\n"));
       continue;
     }
     used.push_back(&r);
@@ -277,6 +284,9 @@ std::string lab_verdict(const fs::path& ledger_path, int64_t experiment, std::op
          " KEY` only if it IS the change; otherwise rerun the arm without it)");
   }
   VerdictNumbers v = decide(e.rule, e.confidence, e.power, treatment, control);
+  out << "experiment " << experiment << ": " << e.change << "\n  rule: " << e.rule.canonical(e.confidence)
+      << "\n  rung: " << rung_name(*rung) << "\n";
+  for (const auto& line : left_out) out << line;
 
   TextTable arms({"arm", "role", "runs", "mean " + v.metric, "std", "run ids"});
   auto ids = [](const ArmSample& s) {
@@ -291,10 +301,10 @@ std::string lab_verdict(const fs::path& ledger_path, int64_t experiment, std::op
                 format_fixed(v.control_std, 5), ids(control)});
   arms.add_row({treatment.arm, "treatment", std::to_string(v.treatment_runs), format_fixed(v.treatment_mean, 5),
                 format_fixed(v.treatment_std, 5), ids(treatment)});
-  out << arms.render();
-  out << "  declared changes that differ: ";
-  if (hygiene.declared_changes.empty()) out << "none";
-  for (const auto& k : hygiene.declared_changes) out << k << " ";
+  out << arms.render(2);
+  out << "  declared changes that differ:";
+  if (hygiene.declared_changes.empty()) out << " none";
+  for (const auto& k : hygiene.declared_changes) out << " " << k;
   out << "\n  design: " << v.design << (v.design == "paired" ? str(" (", v.pairs, " seeds in both arms)") : "")
       << "\n  d = mean(" << treatment.arm << ") - mean(" << control.arm << ") = " << format_fixed(v.effect, 5)
       << "  (se " << format_fixed(v.standard_error, 5) << ", df " << format_fixed(v.df, 1) << ")"

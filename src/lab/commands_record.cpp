@@ -156,6 +156,12 @@ std::vector<int64_t> lab_add(const fs::path& ledger_path, int64_t experiment, co
   return ids;
 }
 
+void lab_exclude(const fs::path& ledger_path, int64_t run, const std::string& reason, std::ostream& out) {
+  Ledger ledger(ledger_path, false);
+  ledger.exclude_run(run, reason);
+  out << "run " << run << " excluded from statistics and verdicts: " << reason << "\n";
+}
+
 int lab_check(const CheckOptions& o, std::ostream& out) {
   check(!o.command.empty(), "lab check: give the check command after --: clocktrain lab check EXP -- ctest -R model");
   Rung rung = parse_rung(o.rung);

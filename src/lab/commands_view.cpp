@@ -51,20 +51,21 @@ void lab_show(const fs::path& ledger_path, int64_t id, std::ostream& out) {
   auto runs = ledger.runs(id);
   if (!runs.empty()) {
     out << "\nruns:\n";
-    TextTable table({"id", "arm", "rung", "seed", "val_bpb", "steps", "gate", "passed", "recorded (UTC)", "folder"});
+    TextTable table(
+        {"id", "arm", "rung", "seed", "val_bpb", "steps", "gate", "passed", "recorded (UTC)", "excluded", "folder"});
     for (const auto& r : runs) {
       auto steps = metric_value(r.record, "steps");
       table.add_row({std::to_string(r.id), r.arm, std::string(rung_name(r.rung)), std::to_string(r.record.seed),
                      format_optional(r.record.val_bpb, 5), steps ? format_fixed(*steps, 0) : "-",
                      r.record.gate_eligible ? "eligible" : "not eligible",
                      run_passes_rung(r.record, r.rung, r.provenance.exit_code) ? "yes" : "no",
-                     format_unix_time(r.recorded_unix), r.record.run_dir.string()});
+                     format_unix_time(r.recorded_unix), r.excluded_reason.value_or("-"), r.record.run_dir.string()});
     }
     out << table.render();
     for (int r = 0; r < kRungCount; ++r) {
       std::vector<const StoredRun*> at_rung;
       for (const auto& run : runs)
-        if (static_cast<int>(run.rung) == r) at_rung.push_back(&run);
+        if (static_cast<int>(run.rung) == r && !run.excluded_reason) at_rung.push_back(&run);
       if (at_rung.size() < 2) continue;
       ArmHygiene hygiene = check_arm_hygiene(at_rung, e.declared);
       out << "\narm hygiene at " << rung_name(static_cast<Rung>(r)) << ": "

@@ -50,6 +50,9 @@ struct CheckOptions {
 // rung; passed when it exits with 0. Returns the command's exit code.
 int lab_check(const CheckOptions& options, std::ostream& out);
 
+// lab exclude RUN --reason TEXT: the run stays in the ledger but leaves every statistic and verdict.
+void lab_exclude(const fs::path& ledger, int64_t run, const std::string& reason, std::ostream& out);
+
 // lab diff A B: A and B are ledger run ids or run folders.
 void lab_diff(const fs::path& ledger, const std::string& left, const std::string& right, std::ostream& out);
 
@@ -72,6 +75,7 @@ struct ElasticityOptions {
   std::optional<std::string> rung;
   std::vector<double> speedups_percent = {1, 2, 5, 10};
   std::optional<double> at;   // operating point in steps (or tokens); default: the largest level
+  std::optional<double> at_budget;  // or: the level of this budget (levels by budget)
   double confidence = 0.95;
 };
 void lab_elasticity(const ElasticityOptions& options, std::ostream& out);

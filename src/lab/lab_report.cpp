@@ -54,7 +54,7 @@ std::string experiments_section(Ledger& ledger) {
 // with 2 or more seeds, spanning the time of its runs.
 std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
   Chart chart;
-  chart.title = "val_bpb of every run over time (bands: mean +- 1 sd of each configuration with 2+ seeds)";
+  chart.title = "val_bpb of every run over time";
   chart.x_label = "recorded (UTC)";
   chart.y_label = "val_bpb";
   chart.x_is_unix_time = true;
@@ -66,7 +66,7 @@ std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
     chart.series[it->second].points.push_back(
         {r.recorded_unix, *r.record.val_bpb,
          str("run ", r.id, " exp ", r.experiment_id, " arm ", r.arm, " ", rung_name(r.rung), " seed ", r.record.seed,
-             " val_bpb ", format_fixed(*r.record.val_bpb, 5))});
+             " val_bpb ", format_fixed(*r.record.val_bpb, 5), r.excluded_reason ? " (excluded)" : "")});
   }
   std::vector<StoredRun> usable;
   for (const auto& r : all_runs)
@@ -89,7 +89,7 @@ std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
       size_t color = series_of_recipe.count(g.runs.front()->record.name) ? series_of_recipe[g.runs.front()->record.name] : 0;
       chart.bands.push_back({label + ": mean " + format_fixed(n.mean, 5) + " +- " + format_fixed(*n.single_run_std, 5),
                              palette_color(color), t0 - 30, t1 + 30, n.mean - *n.single_run_std,
-                             n.mean + *n.single_run_std, 0.18});
+                             n.mean + *n.single_run_std, 0.3});
     }
     if (n.seeds < 2 && !n.pair_noise) continue;
     MdeRow mde = mde_for(n, 4, 0.95, 0.8);
@@ -98,7 +98,9 @@ std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
              cell(format_optional(n.pair_noise, 5)) + cell(format_optional(n.single_run_std, 5)) +
              cell(format_optional(mde.unpaired, 5)) + cell(format_optional(mde.paired, 5)) + "</tr>\n";
   }
-  return "<h2>Runs over time</h2>\n" + render_svg(chart) +
+  return "<h2>Runs over time</h2>\n<p>One point per run (hover for its id, experiment, arm, rung and seed). "
+         "Shaded: mean +- 1 single-run sd of each configuration with 2 or more seeds, over the time of its runs.</p>\n" +
+         render_svg(chart) +
          "<h2>Noise</h2>\n<p>Per configuration (every input equal but the seed); MDE at 95% confidence, power 0.8, "
          "4 runs per arm (docs/lab.md gives the formulas).</p>\n" +
          table + "</table>\n";
@@ -110,25 +112,28 @@ std::string elasticity_section(Ledger& ledger, const std::vector<StoredRun>& all
   std::string html = "<h2>Elasticity</h2>\n";
   int drawn = 0;
   for (const auto& recipe : recipes) {
+    // Timed runs only (smoke and full), eligible, with a step count.
     auto runs = runs_of_recipe(ledger, recipe, std::nullopt);
-    std::vector<ElasticityPoint> points;
+    std::erase_if(runs, [](const StoredRun& r) {
+      auto steps = metric_value(r.record, "steps");
+      return (r.rung != Rung::smoke && r.rung != Rung::full) || !usable_for_statistics(r, "val_bpb") || !steps ||
+             *steps <= 0;
+    });
     std::set<double> budgets;
     for (const auto& r : runs)
       if (auto b = metric_value(r.record, "budget_seconds")) budgets.insert(*b);
     bool by_budget = budgets.size() >= 2;
+    std::vector<ElasticityPoint> points;
     for (const auto& r : runs) {
-      auto steps = metric_value(r.record, "steps");
       auto level = metric_value(r.record, by_budget ? "budget_seconds" : "steps");
-      if (!usable_for_statistics(r, "val_bpb") || !steps || *steps <= 0 || !level) continue;
-      points.push_back({*level, std::log(*steps), *r.record.val_bpb, r.id});
+      if (level) points.push_back({*level, std::log(*metric_value(r.record, "steps")), *r.record.val_bpb, r.id});
     }
     std::set<double> levels;
     for (const auto& p : points) levels.insert(p.level);
     if (levels.size() < 2) continue;
     ElasticityFit fit = fit_elasticity(points);
     Chart chart;
-    chart.title = recipe + ": val_bpb against ln(steps), one fitted line per range of adjacent " +
-                  (by_budget ? std::string("budgets") : std::string("step counts"));
+    chart.title = recipe + ": val_bpb against ln(steps), one line per range";
     chart.x_label = "ln(steps)";
     chart.y_label = "val_bpb";
     ChartSeries runs_series{"runs", palette_color(0), {}, false, true};
@@ -151,10 +156,13 @@ std::string elasticity_section(Ledger& ledger, const std::vector<StoredRun>& all
                                                                   : "n/a") +
                cell(format_fixed(range.fit.slope * std::log1p(0.05), 5)) + "</tr>\n";
     }
-    html += render_svg(chart) + table + "</table>\n";
+    html += "<p>" + escape_xml(recipe) + ": smoke and full runs grouped by " +
+            (by_budget ? std::string("budget") : std::string("step count")) +
+            "; each pair of adjacent levels is a range with its own least-squares slope.</p>\n" + render_svg(chart) +
+            table + "</table>\n";
     ++drawn;
   }
-  if (!drawn) html += "<p>No recipe has eligible runs at two or more budgets yet.</p>\n";
+  if (!drawn) html += "<p>No recipe has eligible smoke or full runs at two or more budgets yet.</p>\n";
   return html;
 }
 

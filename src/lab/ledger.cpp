@@ -18,7 +18,7 @@ constexpr const char* kExperimentColumns =
 
 constexpr const char* kRunColumns =
     "id, experiment_id, arm, rung, run_dir, result_json, environment_json, command, exit_code, started_unix, "
-    "finished_unix, recorded_unix";
+    "finished_unix, recorded_unix, excluded_reason";
 
 std::unique_ptr<SqliteDb> open_database(const fs::path& path, bool create) {
   if (!create)
@@ -75,6 +75,7 @@ StoredRun read_run(Statement& row, const std::string& ledger) {
   r.provenance.started_unix = row.column_optional_double(9);
   r.provenance.finished_unix = row.column_optional_double(10);
   r.recorded_unix = row.column_double(11);
+  r.excluded_reason = row.column_optional_text(12);
   return r;
 }
 
@@ -241,6 +242,15 @@ StoredRun Ledger::run(int64_t id) {
   return read_run(select, path().string());
 }
 
+void Ledger::exclude_run(int64_t id, const std::string& reason) {
+  check(!reason.empty(), "lab exclude: give the reason (--reason TEXT); it stays in the ledger");
+  Transaction transaction(*db_);
+  run(id);
+  Statement update(*db_, "UPDATE runs SET excluded_reason = ?2 WHERE id = ?1");
+  update.bind(1, id).bind(2, reason).run();
+  transaction.commit();
+}
+
 std::vector<StoredRun> Ledger::runs(std::optional<int64_t> experiment_id) {
   std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs";
   if (experiment_id) sql += " WHERE experiment_id = ?1";
@@ -309,7 +319,7 @@ bool Ledger::rung_passed(int64_t experiment_id, Rung rung) {
   for (const auto& c : checks(experiment_id))
     if (c.rung == rung && c.passed) return true;
   for (const auto& r : runs(experiment_id))
-    if (r.rung == rung && run_passes_rung(r.record, rung, r.provenance.exit_code)) return true;
+    if (r.rung == rung && !r.excluded_reason && run_passes_rung(r.record, rung, r.provenance.exit_code)) return true;
   return false;
 }
 

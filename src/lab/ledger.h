@@ -56,6 +56,7 @@ struct StoredRun {
   RunRecord record;
   RunProvenance provenance;
   double recorded_unix = 0;
+  std::optional<std::string> excluded_reason;  // set by lab exclude: kept, but out of every statistic
 };
 
 struct LadderCheck {
@@ -102,6 +103,8 @@ class Ledger {
   // The checks add_run makes, without writing (lab run calls it before launching anything).
   void check_run_allowed(int64_t experiment_id, const std::string& arm, Rung rung);
   StoredRun run(int64_t id);
+  // Takes a run out of every statistic and verdict (it stays in the ledger, with the reason).
+  void exclude_run(int64_t id, const std::string& reason);
   std::vector<StoredRun> runs(std::optional<int64_t> experiment_id = std::nullopt);
 
   int64_t add_check(const LadderCheck& check);

@@ -60,6 +60,7 @@ CREATE TABLE verdicts(
 ALTER TABLE experiments ADD COLUMN power REAL NOT NULL DEFAULT 0.8;
 ALTER TABLE runs ADD COLUMN command TEXT;
 ALTER TABLE runs ADD COLUMN exit_code INTEGER;
+ALTER TABLE runs ADD COLUMN excluded_reason TEXT;
 CREATE TABLE declared_changes(
   id INTEGER PRIMARY KEY,
   experiment_id INTEGER NOT NULL REFERENCES experiments(id),

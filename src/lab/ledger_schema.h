@@ -10,7 +10,7 @@
 //
 // Versions:
 //   1  experiments, runs, verdicts (the first layout)
-//   2  experiments.power; runs.command and runs.exit_code; declared_changes (the declared
+//   2  experiments.power; runs.command, runs.exit_code, runs.excluded_reason; declared_changes (the declared
 //      differences between arms); ladder_checks (recorded cpu-check / probe results)
 #include <cstdint>
 

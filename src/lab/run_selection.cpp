@@ -7,6 +7,10 @@
 namespace ct::lab {
 
 bool usable_for_statistics(const StoredRun& run, const std::string& metric, std::string* why_not) {
+  if (run.excluded_reason) {
+    if (why_not) *why_not = "excluded (" + *run.excluded_reason + ")";
+    return false;
+  }
   if (!metric_value(run.record, metric)) {
     if (why_not) *why_not = "no finite " + metric;
     return false;

@@ -9,8 +9,9 @@
 
 namespace ct::lab {
 
-// A run's value may enter statistics when its metric is present (finite) and, at the smoke and full
-// rungs, its gate is eligible: a run that broke the rules measures nothing. `why_not` says which.
+// A run's value may enter statistics when it was not excluded (lab exclude), its metric is present
+// (finite) and, at the smoke and full rungs, its gate is eligible: a run that broke the rules
+// measures nothing. `why_not` says which.
 bool usable_for_statistics(const StoredRun& run, const std::string& metric, std::string* why_not = nullptr);
 
 // Every recorded run of a recipe (result name, or the stem of recipe.path), each run folder once

@@ -128,7 +128,7 @@ std::string render_svg(const Chart& chart) {
   for (const auto& b : chart.bands) {
     svg += "<rect x=\"" + num(sx(b.x_low)) + "\" y=\"" + num(sy(b.y_high)) + "\" width=\"" +
            num(std::max(1.0, sx(b.x_high) - sx(b.x_low))) + "\" height=\"" +
-           num(std::max(1.0, sy(b.y_low) - sy(b.y_high))) + "\" fill=\"" + b.color + "\" fill-opacity=\"" +
+           num(std::max(2.0, sy(b.y_low) - sy(b.y_high))) + "\" fill=\"" + b.color + "\" fill-opacity=\"" +
            num(b.opacity) + "\"><title>" + escape_xml(b.label) + "</title></rect>\n";
   }
   for (const auto& s : chart.series) {

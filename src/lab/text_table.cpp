@@ -19,7 +19,7 @@ bool looks_numeric(const std::string& cell) {
 }
 }  // namespace
 
-std::string TextTable::render() const {
+std::string TextTable::render(size_t indent) const {
   std::vector<size_t> widths(headers_.size(), 0);
   for (size_t c = 0; c < headers_.size(); ++c) widths[c] = headers_[c].size();
   for (const auto& row : rows_)
@@ -34,7 +34,7 @@ std::string TextTable::render() const {
       out += right ? pad + cell : cell + (c + 1 < widths.size() ? pad : "");
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
+    return std::string(indent, ' ') + out + "\n";
   };
   std::string out = line(headers_, true);
   std::vector<std::string> rule;

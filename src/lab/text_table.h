@@ -11,8 +11,9 @@ class TextTable {
   explicit TextTable(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   void add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
   bool empty() const { return rows_.empty(); }
-  // Columns padded to their widest cell; cells that look like numbers are right-aligned.
-  std::string render() const;
+  // Columns padded to their widest cell; cells that look like numbers are right-aligned; every line
+  // starts with `indent` spaces.
+  std::string render(size_t indent = 0) const;
 
  private:
   std::vector<std::string> headers_;

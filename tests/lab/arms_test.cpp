@@ -1,6 +1,7 @@
 // Arm hygiene and the verdict on a ledger built from synthetic runs with a known effect.
 #include "lab/arms.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "lab/lab_commands.h"
@@ -95,6 +96,31 @@ TEST(ArmHygiene, HiddenDebugVariableOnOneArmBlocksTheVerdict) {
   EXPECT_TRUE(ledger.verdicts().empty());
 }
 
+TEST(ArmHygiene, ExcludingTheContaminatedRunsAndRerunningUnblocks) {
+  Fixture f;
+  double control[] = {1.740, 1.752, 1.731}, treated[] = {1.722, 1.735, 1.720};
+  std::vector<int64_t> contaminated;
+  for (int s = 0; s < 3; ++s) {
+    f.add("A", Fixture::control(s + 1, control[s]));
+    ResultSpec b = Fixture::treatment(s + 1, treated[s]);
+    if (s == 2) b.environment["OMP_PROC_BIND"] = "true";
+    int64_t id = f.add("B", b);
+    if (s == 2) contaminated.push_back(id);
+  }
+  EXPECT_NE(verdict_error(f).find("env.OMP_PROC_BIND"), std::string::npos);
+  std::ostringstream out;
+  EXPECT_THROW(lab_exclude(f.ledger_path, contaminated[0], "", out), Error);  // a reason is required
+  lab_exclude(f.ledger_path, contaminated[0], "OMP_PROC_BIND set by mistake", out);
+  f.add("B", Fixture::treatment(3, 1.721));
+  EXPECT_EQ(verdict_error(f), "no error");
+  Ledger ledger(f.ledger_path, false);
+  EXPECT_EQ(*ledger.run(contaminated[0]).excluded_reason, "OMP_PROC_BIND set by mistake");
+  Json n = ledger.verdicts(f.id).back().numbers;
+  EXPECT_EQ(n["treatment"]["runs"], 3);
+  EXPECT_EQ(std::find(n["treatment"]["run_ids"].begin(), n["treatment"]["run_ids"].end(), contaminated[0]),
+            n["treatment"]["run_ids"].end());
+}
+
 TEST(ArmHygiene, ThreadCountOnOneRunBlocksTheVerdict) {
   Fixture f;
   f.add("A", Fixture::control(1, 1.74));
@@ -144,7 +170,7 @@ TEST(Verdict, KnownEffectIsAcceptedAndStoredWithItsNumbers) {
   int64_t broken_id = f.add("B", broken);
   std::ostringstream out;
   EXPECT_EQ(lab_verdict(f.ledger_path, f.id, std::nullopt, out), "accept") << out.str();
-  EXPECT_NE(out.str().find("excluded run " + std::to_string(broken_id)), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("left out run " + std::to_string(broken_id)), std::string::npos) << out.str();
   Ledger ledger(f.ledger_path, false);
   auto verdicts = ledger.verdicts(f.id);
   ASSERT_EQ(verdicts.size(), 1u);
