@@ -1,5 +1,6 @@
 #include "lab/child_process.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,9 +45,22 @@ ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_
   int pipe_fds[2] = {-1, -1};
   if (capture_tail_bytes > 0)
     check(::pipe(pipe_fds) == 0, "cannot create a pipe for ", argv[0], ": ", std::strerror(errno));
+  // As system(3) does: while the child runs, Ctrl-C and Ctrl-\ reach the child (same process group)
+  // but not the lab, which stays to record what the child leaves behind.
+  struct sigaction ignore {}, old_interrupt {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGINT, &ignore, &old_interrupt);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
   pid_t pid = ::fork();
-  check(pid >= 0, "cannot start ", argv[0], ": fork: ", std::strerror(errno));
+  if (pid < 0) {
+    ::sigaction(SIGINT, &old_interrupt, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    fail("cannot start ", argv[0], ": fork: ", std::strerror(errno));
+  }
   if (pid == 0) {
+    ::sigaction(SIGINT, &old_interrupt, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (capture_tail_bytes > 0) {
       ::dup2(pipe_fds[1], STDOUT_FILENO);
       ::dup2(pipe_fds[1], STDERR_FILENO);
@@ -73,6 +87,8 @@ ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_
       result.output_tail.erase(0, result.output_tail.size() - capture_tail_bytes);
   }
   result.exit_code = wait_for(pid);
+  ::sigaction(SIGINT, &old_interrupt, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
   result.finished_unix = unix_seconds();
   return result;
 }
