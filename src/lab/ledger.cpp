@@ -110,8 +110,9 @@ Ledger::Ledger(const fs::path& path, bool create) : db_(open_database(path, crea
 
 int64_t Ledger::add_experiment(const NewExperiment& e) {
   std::string where = "lab propose";
-  check(!e.change.empty(), where, ": --change is empty: say what the experiment changes");
-  check(!e.hypothesis.empty(), where, ": --hypothesis is empty: an experiment starts with its hypothesis");
+  auto blank = [](const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; };
+  check(!blank(e.change), where, ": --change is empty: say what the experiment changes");
+  check(!blank(e.hypothesis), where, ": --hypothesis is empty: an experiment starts with its hypothesis");
   check(std::isfinite(e.predicted_effect), where, ": --predict must be a finite number");
   check(e.predicted_low <= e.predicted_effect && e.predicted_effect <= e.predicted_high, where,
         ": --interval ", e.predicted_low, ",", e.predicted_high, " must contain --predict ", e.predicted_effect);

@@ -77,8 +77,10 @@ TEST(Ledger, ProposeValidatesItsFields) {
   ct::test::TempDir dir;
   Ledger ledger(dir / "lab.sqlite", true);
   auto no_hypothesis = sample_experiment();
-  no_hypothesis.hypothesis = "";
-  EXPECT_NE(error_of([&] { ledger.add_experiment(no_hypothesis); }).find("hypothesis"), std::string::npos);
+  for (const char* blank : {"", "  \n"}) {
+    no_hypothesis.hypothesis = blank;
+    EXPECT_NE(error_of([&] { ledger.add_experiment(no_hypothesis); }).find("--hypothesis is empty"), std::string::npos);
+  }
   auto outside = sample_experiment();
   outside.predicted_effect = 0.05;
   EXPECT_NE(error_of([&] { ledger.add_experiment(outside); }).find("must contain --predict"), std::string::npos);
