@@ -39,9 +39,10 @@ std::string utc_time(double unix_seconds) {
   return buf;
 }
 
-std::string card(const std::string& label, const std::string& value, const std::string& sub, bool hero = false) {
-  std::string out = std::string("<div class=\"card") + (hero ? " hero" : "") + "\"><div class=\"label\">" + esc(label) +
-                    "</div><div class=\"value\">" + esc(value) + "</div>";
+std::string card(const std::string& label, const std::string& value, const std::string& sub, bool hero = false,
+                 bool bad = false) {
+  std::string out = std::string("<div class=\"card") + (hero ? " hero" : "") + (bad ? " bad" : "") +
+                    "\"><div class=\"label\">" + esc(label) + "</div><div class=\"value\">" + esc(value) + "</div>";
   if (!sub.empty()) out += "<div class=\"sub\">" + esc(sub) + "</div>";
   return out + "</div>";
 }
@@ -118,7 +119,8 @@ std::string cards_section(const ReportInputs& in) {
   TimedFigures f = timed_figures(in.metrics);
   std::string out = "<div class=\"cards\">";
   if (r) {
-    out += card("val_bpb", r->val_bpb ? format_fixed(*r->val_bpb, 4) : "null", "bits per byte, pinned val set", true);
+    out += card("val_bpb", r->val_bpb ? format_fixed(*r->val_bpb, 4) : "not finite", "bits per byte, pinned val set",
+                true, !r->val_bpb);
     out += card(r->core ? r->core->label : "CORE", r->core ? format_fixed(r->core->core, 4) : "not run",
                 r->core ? str(r->core->tasks.size(), " tasks") : "", true);
     out += card("parameters", format_si(static_cast<double>(r->parameters)), format_count(r->parameters));
@@ -189,7 +191,7 @@ std::string charts_section(const ReportInputs& in) {
   mfu_chart.y_label = "MFU";
   mfu_chart.y_format = AxisFormat::percent;
   mfu_chart.y_from_zero = true;
-  mfu_chart.series = {{"MFU", kPurple, timed_clock, mfu, false, false}};
+  mfu_chart.series = {{"MFU", kPurple, timed_clock, mfu, false, false, /*mark_nonfinite=*/false}};
   mfu_chart.empty_text = "MFU not recorded (the backend's peak is unknown)";
   mfu_chart.x_markers = budget;
 

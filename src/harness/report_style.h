@@ -31,6 +31,7 @@ h2 { font-size: 17px; margin: 0 0 12px; }
 .card .value { font-size: 22px; font-weight: 700; margin-top: 2px; font-variant-numeric: tabular-nums; }
 .card .sub { color: var(--muted); font-size: 12px; }
 .card.hero .value { color: var(--accent); font-size: 28px; }
+.card.bad .value { color: var(--fail); }
 section { background: var(--card); border-radius: 12px; padding: 18px 20px; margin-bottom: 18px;
           box-shadow: 0 1px 2px rgba(0,0,0,0.06), 0 0 0 1px var(--line); }
 .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 8px 20px; }
@@ -54,7 +55,7 @@ svg.chart .nonfinite { stroke-width: 2; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th { text-align: left; color: var(--muted); font-weight: 600; font-size: 12px; text-transform: uppercase;
      letter-spacing: 0.04em; border-bottom: 2px solid var(--line); padding: 6px 8px; }
-td { border-bottom: 1px solid var(--line); padding: 6px 8px; vertical-align: top; }
+td { border-bottom: 1px solid var(--line); padding: 6px 8px; vertical-align: baseline; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.mono, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }
 td.name { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; white-space: nowrap; }

@@ -233,11 +233,12 @@ std::string render_line_chart(const LineChart& chart) {
     double x = px(m.x);
     out += "<line x1=\"" + num(x) + "\" y1=\"" + num(plot_top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(plot_bottom) +
            "\" class=\"marker\"/>";
-    out += text_element(x - 4, plot_top + 12, "end", "marker-label", m.label);
+    out += text_element(x - 4, plot_top + 22, "end", "marker-label", m.label);
   }
 
-  // Lines: a non-finite y ends the current piece; a piece of one point is drawn as a dot.
-  std::vector<double> nonfinite_x;
+  // Lines: a non-finite y ends the current piece; a piece of one point is drawn as a dot. Runs of
+  // consecutive non-finite values become red spans along the top edge.
+  std::vector<std::pair<double, double>> nonfinite_spans;
   for (const auto& s : series) {
     std::string path, piece, dots;
     size_t piece_length = 0;
@@ -249,13 +250,20 @@ std::string render_line_chart(const LineChart& chart) {
       piece.clear();
       piece_length = 0;
     };
+    bool in_span = false;
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!std::isfinite(s.x[i])) continue;
       if (!std::isfinite(s.y[i])) {
         end_piece();
-        nonfinite_x.push_back(s.x[i]);
+        if (!s.mark_nonfinite) continue;
+        if (in_span)
+          nonfinite_spans.back().second = s.x[i];
+        else
+          nonfinite_spans.emplace_back(s.x[i], s.x[i]);
+        in_span = true;
         continue;
       }
+      in_span = false;
       last_x = px(s.x[i]), last_y = py(s.y[i]);
       piece += piece_length == 0 ? 'M' : 'L';
       piece += num(last_x) + "," + num(last_y);
@@ -268,15 +276,19 @@ std::string render_line_chart(const LineChart& chart) {
              (s.dashed ? " dashed" : "") + "\"/>";
     if (!dots.empty()) out += "<g fill=\"" + xml_escape(s.color) + "\">" + dots + "</g>";
   }
-  std::sort(nonfinite_x.begin(), nonfinite_x.end());
-  nonfinite_x.erase(std::unique(nonfinite_x.begin(), nonfinite_x.end()), nonfinite_x.end());
-  if (nonfinite_x.size() > 200) nonfinite_x.resize(200);
-  for (double x : nonfinite_x) {
-    double cx = px(x);
-    out += "<line x1=\"" + num(cx) + "\" y1=\"" + num(plot_top) + "\" x2=\"" + num(cx) + "\" y2=\"" +
-           num(plot_top + 9) + "\" stroke=\"" + kNonFiniteColor + "\" class=\"nonfinite\"/>";
+  std::sort(nonfinite_spans.begin(), nonfinite_spans.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& span : nonfinite_spans) {
+    if (!merged.empty() && span.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, span.second);
+    else
+      merged.push_back(span);
   }
-
+  for (const auto& [from, to] : merged) {
+    double x0 = px(from), x1 = std::max(px(to), x0 + 2);  // at least 2 units wide, so a single NaN shows
+    out += "<rect x=\"" + num(x0 - 1) + "\" y=\"" + num(plot_top) + "\" width=\"" + num(x1 - x0) +
+           "\" height=\"8\" fill=\"" + kNonFiniteColor + "\" class=\"nonfinite\"/>";
+  }
   // Legend under the title: a swatch and a name per series, then the NaN mark when drawn.
   double lx = plot_left - 52;
   auto legend_item = [&](const std::string& color, const std::string& name, bool dashed) {
@@ -286,10 +298,10 @@ std::string render_line_chart(const LineChart& chart) {
     lx += 21 + 6.6 * static_cast<double>(name.size()) + 16;
   };
   // A lone series is named by the title already; the legend appears when it tells lines apart.
-  if (series.size() > 1 || !nonfinite_x.empty())
+  if (series.size() > 1 || !merged.empty())
     for (const auto& s : series)
       if (!s.name.empty()) legend_item(s.color, s.name, s.dashed);
-  if (!nonfinite_x.empty()) legend_item(kNonFiniteColor, "NaN / Inf", false);
+  if (!merged.empty()) legend_item(kNonFiniteColor, "NaN / Inf", false);
   out += "</svg>";
   return out;
 }

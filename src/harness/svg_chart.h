@@ -2,7 +2,7 @@
 // A small SVG line chart for the report: axes with "nice" ticks (steps of 1, 2 or 5 times a power
 // of ten), gridlines, axis labels, a title and a legend. Empty series, a single point, constant
 // values and NaN/Inf values are all drawn sensibly: a non-finite y breaks the line and is marked
-// with a red tick on the top edge; an isolated finite point is drawn as a dot; a chart without any
+// with a red span on the top edge; an isolated finite point is drawn as a dot; a chart without any
 // finite point says so. Long series are thinned to at most max_points per series by keeping each
 // bucket's minimum and maximum, so spikes survive. The output is well-formed XML.
 #include <string>
@@ -23,6 +23,7 @@ struct ChartSeries {
   std::vector<double> x, y;
   bool dashed = false;
   bool markers = false;  // a dot on every point (sparse series such as held-out evaluations)
+  bool mark_nonfinite = true;  // false where a missing value means "unknown", not NaN (MFU)
 };
 
 struct ChartMarker {

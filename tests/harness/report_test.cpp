@@ -99,7 +99,7 @@ TEST(Report, NonFiniteLossesAreMarked) {
   for (auto& s : in.metrics.train) s.mfu = std::nan("");  // MFU unknown
   std::string page = render_report_html(in);
   EXPECT_EQ(test::xml_problem(page), "");
-  EXPECT_THAT(page, HasSubstr(">NaN / Inf<"));
+  EXPECT_EQ(count(page, ">NaN / Inf<"), 1u);  // the loss chart; an unknown MFU is not a NaN
   EXPECT_THAT(page, HasSubstr("MFU not recorded"));
 }
 

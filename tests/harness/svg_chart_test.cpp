@@ -109,7 +109,14 @@ TEST(LineChart, NonFiniteValuesBreakTheLineAndAreMarked) {
   EXPECT_EQ(count(path, "M"), 1u) << path;
   EXPECT_EQ(count(path, "L"), 1u) << path;
   EXPECT_EQ(count(svg, "<circle"), 2u);
-  EXPECT_EQ(count(svg, "class=\"nonfinite\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"nonfinite\""), 2u);  // two separate spans
+  // A run of NaNs is one span.
+  std::string run = render_line_chart(chart_of({0, 1, 2, 3, 4}, {5, std::nan(""), std::nan(""), std::nan(""), 2}));
+  EXPECT_EQ(count(run, "class=\"nonfinite\""), 1u);
+  // Where a gap means "unknown" (MFU), it is only a gap.
+  LineChart unknown = chart_of({0, 1, 2}, {0.4, std::nan(""), 0.41});
+  unknown.series[0].mark_nonfinite = false;
+  EXPECT_THAT(render_line_chart(unknown), Not(HasSubstr("nonfinite")));
   EXPECT_THAT(svg, HasSubstr(">NaN / Inf<"));
   EXPECT_THAT(svg, Not(HasSubstr("nan,")));
 }
