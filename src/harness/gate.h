@@ -81,7 +81,8 @@ struct EvalEvidence {
 struct DataPins {
   std::string manifest_sha256;
   std::map<std::string, std::string> shard_sha256;  // shard name -> SHA-256 in the manifest
-  std::vector<std::string> forbidden_roots;         // val/ and eval_bundle/ (canonical paths)
+  std::vector<std::string> forbidden_roots;         // val/ and eval_bundle/: the trainer guard's
+                                                    // forbidden_roots(), canonical paths
 };
 
 GateCheck check_time(const TrainEvidence& train);

@@ -103,4 +103,15 @@ int64_t count_nonfinite_losses(const MetricsLog& log) {
   return static_cast<int64_t>(steps.size());
 }
 
+std::optional<double> last_train_loss(const MetricsLog& log) {
+  if (log.train.empty()) return std::nullopt;
+  return log.train.back().loss;
+}
+
+std::optional<double> last_heldout_loss(const MetricsLog& log) {
+  for (auto it = log.evals.rbegin(); it != log.evals.rend(); ++it)
+    if (it->split == "heldout") return it->loss;
+  return std::nullopt;
+}
+
 }  // namespace ct

@@ -6,6 +6,7 @@
 // an unterminated last line, which a run killed mid-write leaves behind and which is only noted.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,11 @@ struct MetricsLog {
 MetricsLog parse_metrics_jsonl(const std::string& text, const std::string& where);
 MetricsLog read_metrics_file(const std::filesystem::path& path);
 
-// NaN or Inf losses (train and held-out records) plus "nonfinite" events: the valid_score evidence.
+// Steps with a NaN or Inf loss (train or held-out) or a "nonfinite" event: the valid_score evidence.
 int64_t count_nonfinite_losses(const MetricsLog& log);
+
+// The trainer's last logged losses, shown beside the trusted score for information only.
+std::optional<double> last_train_loss(const MetricsLog& log);
+std::optional<double> last_heldout_loss(const MetricsLog& log);
 
 }  // namespace ct

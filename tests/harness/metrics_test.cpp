@@ -1,6 +1,7 @@
 #include "harness/metrics.h"
 
 #include <cmath>
+#include <random>
 
 #include "harness/fixtures.h"
 #include "test_support.h"
@@ -24,6 +25,9 @@ TEST(Metrics, ReadsEveryKind) {
   EXPECT_EQ(log.evals[1].split, "heldout");
   EXPECT_EQ(count_nonfinite_losses(log), 0);
   EXPECT_FALSE(log.truncated_last_line);
+  EXPECT_DOUBLE_EQ(*last_train_loss(log), 9.0 - 0.3 * 12);
+  EXPECT_DOUBLE_EQ(*last_heldout_loss(log), 9.0 - 0.3 * 10 + 0.05);
+  EXPECT_FALSE(last_heldout_loss(MetricsLog{}).has_value());
 }
 
 TEST(Metrics, DocumentedExamplesParse) {
@@ -97,6 +101,29 @@ TEST(Metrics, MalformedLinesNameFileLineAndField) {
             std::string::npos);
   EXPECT_NE(error_of("[1, 2]\n").find("metrics.jsonl:1: expected a JSON object"), std::string::npos);
   EXPECT_NE(error_of(R"({"step": 1})" "\n").find("missing field 'kind'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ct
+
+namespace ct {
+namespace {
+
+TEST(Metrics, RandomlyCorruptedLogsFailCleanly) {
+  const std::string good = test::sample_metrics_jsonl(8);
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text = good;
+    for (int e = 0; e < 3; ++e) {
+      size_t at = rng() % text.size();
+      text[at] = "{}[]\",:0-e.\n\x01nul"[rng() % 16];
+    }
+    try {
+      MetricsLog log = parse_metrics_jsonl(text, "fuzz.jsonl");
+      count_nonfinite_losses(log);
+    } catch (const Error&) {
+    }
+  }
 }
 
 }  // namespace

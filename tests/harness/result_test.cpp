@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 
 #include "harness/fixtures.h"
+#include "harness/json_fields.h"
 #include "test_support.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -217,6 +219,43 @@ TEST(Result, RequiredChecksByRound) {
   EXPECT_EQ(required_checks(1), (std::vector<std::string>{"time", "valid_score", "trusted_evaluation", "full_machine", "data"}));
   EXPECT_EQ(required_checks(2).back(), "core_time");
   EXPECT_EQ(required_checks(2).size(), 6u);
+}
+
+}  // namespace
+}  // namespace ct
+
+namespace ct {
+namespace {
+
+// Hostile input: random byte edits of a valid file either read or fail with ct::Error (never a
+// crash or another exception type), and whatever reads is written back to something that reads.
+TEST(Result, RandomlyCorruptedFilesFailCleanly) {
+  const std::string good = result_to_json(test::sample_result()).dump(2);
+  std::mt19937 rng(1234);
+  int accepted = 0, refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text = good;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "{}[]\",:0-e.\\n"[rng() % 13]); break;
+      }
+      if (text.empty()) text = "x";
+    }
+    try {
+      Json j = parse_json_text(text, "fuzz.json");
+      RunResult r = result_from_json(j, "fuzz.json");
+      ++accepted;
+      EXPECT_NO_THROW(result_from_json(Json::parse(result_to_json(r).dump()), "again"));
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(accepted, 0);  // edits inside strings keep the file valid
 }
 
 }  // namespace
