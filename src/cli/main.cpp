@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   ct::cli::add_version_command(app);
+  ct::cli::add_tokenizer_command(app);
+  ct::cli::add_board_command(app);
+  ct::cli::add_report_command(app);
   ct::cli::add_lab_command(app);
   try {
     app.parse(argc, argv);
