@@ -129,12 +129,14 @@ std::pair<int64_t, uint64_t> count_documents(const std::vector<fs::path>& files)
   return {documents, reader.bytes_read()};
 }
 
-std::vector<SourceRecord> describe_sources(const std::vector<fs::path>& files, const fs::path& data_dir,
+// Paths are recorded relative to the data folder ("corpus/train_000.jsonl.zst"), so that the
+// manifest does not depend on where the data lives.
+std::vector<SourceRecord> describe_sources(const std::vector<fs::path>& files, const std::string& folder,
                                            const std::string& split) {
   std::vector<SourceRecord> records(files.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < files.size(); ++i) {
-    records[i].path = fs::relative(files[i], data_dir).generic_string();
+    records[i].path = folder + "/" + files[i].filename().string();
     records[i].split = split;
     records[i].bytes = fs::file_size(files[i]);
     records[i].sha256 = sha256_file(files[i]);
@@ -168,8 +170,8 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   manifest.vocab_size = encoder.vocab_size();
   manifest.bos_id = encoder.bos_id();
   manifest.shard_version = shard_version_for_vocab(manifest.vocab_size);
-  manifest.sources = describe_sources(corpus_files, settings.data_dir, "train");
-  for (auto& s : describe_sources(val_files, settings.data_dir, "val")) manifest.sources.push_back(std::move(s));
+  manifest.sources = describe_sources(corpus_files, "corpus", "train");
+  for (auto& s : describe_sources(val_files, "val", "val")) manifest.sources.push_back(std::move(s));
 
   Progress progress;
   progress.enabled = settings.progress;
