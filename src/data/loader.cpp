@@ -79,6 +79,9 @@ TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& sp
   shards_ = manifest_.shards_of(split);
   check(!shards_.empty(), manifest_path.string(), ": no shards for split \"", split, "\"");
   for (const auto& shard : shards_) {
+    // A missing shard fails now, before training starts, rather than hours into it.
+    check(std::filesystem::is_regular_file(dir / shard.name), (dir / shard.name).string(),
+          ": listed in the manifest for split \"", split, "\" but missing");
     // Windows k = 0, 1, ... cover tokens [k*T, k*T + T]; the last must end inside the shard.
     windows_.push_back(shard.tokens > seq_len ? (shard.tokens - 1) / seq_len : 0);
     rows_per_epoch_ += windows_.back();
@@ -94,6 +97,8 @@ TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& sp
 }
 
 TokenLoader::~TokenLoader() = default;
+TokenLoader::TokenLoader(TokenLoader&&) noexcept = default;
+TokenLoader& TokenLoader::operator=(TokenLoader&&) noexcept = default;
 
 void TokenLoader::ensure_epoch_layout(int64_t epoch) {
   if (layout_.epoch == epoch) return;

@@ -49,6 +49,8 @@ class TokenLoader {
   TokenLoader(const std::filesystem::path& dir, const std::string& split, int64_t batch_rows, int64_t seq_len,
               uint64_t seed, int rank = 0, int world_size = 1);
   ~TokenLoader();
+  TokenLoader(TokenLoader&&) noexcept;
+  TokenLoader& operator=(TokenLoader&&) noexcept;
 
   // Fills inputs and targets, each batch_rows * seq_len int32 (row-major [batch_rows, seq_len]).
   void next_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets);

@@ -230,11 +230,19 @@ TEST(Loader, ShardChangedAfterPreparationIsAnErrorNamingIt) {
   EXPECT_NE(message.find("does not match the manifest"), std::string::npos) << message;
 
   fs::remove(dir / "train_001.bin");
-  TokenLoader again(dir.path(), "train", 2, 8, 1);
-  message = error_of([&] {
-    for (int step = 0; step < again.batches_per_epoch(); ++step) next(again);
-  });
-  EXPECT_NE(message.find("train_00"), std::string::npos) << message;
+  message = error_of([&] { TokenLoader(dir.path(), "train", 2, 8, 1); });
+  EXPECT_NE(message.find("train_001.bin: listed in the manifest for split \"train\" but missing"), std::string::npos)
+      << message;
+}
+
+TEST(Loader, MovesWithItsPosition) {
+  TempDir dir;
+  make_data(dir.path());
+  TokenLoader a(dir.path(), "train", 2, 8, 4), reference(dir.path(), "train", 2, 8, 4);
+  next(a);
+  next(reference);
+  TokenLoader moved = std::move(a);
+  EXPECT_EQ(next(moved), next(reference));
 }
 
 TEST(Loader, TooLittleDataForOneStepIsAnError) {
