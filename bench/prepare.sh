@@ -26,23 +26,27 @@ if [ ! -f "$work/tokenizer/tokenizer.json" ]; then
 fi
 
 run() {  # run THREADS: prepare into $work/out-THREADS; prints one result line
-  local threads=$1 out="$work/out-$1" log="$work/prepare-$1.log"
-  rm -rf "$out"
-  local load_before
-  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time-$threads" \
-    "$bin" data prepare --data "$data" --tokenizer "$work/tokenizer" --out "$out" --threads "$threads" > "$log"
-  read -r wall user sys rss_kb < "$work/time-$threads"
-  /usr/bin/python3 - "$out/manifest.json" "$wall" "$user" "$sys" "$rss_kb" "$threads" "$load_before" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-wall, user, sys_s, rss_kb, threads, load = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
+  local threads=$1
+  rm -rf "$work/out-$threads"
+  /usr/bin/python3 - "$bin" "$data" "$work" "$threads" <<'PY'
+import json, resource, subprocess, sys, time
+bin, data, work, threads = sys.argv[1:5]
+out = f"{work}/out-{threads}"
+load = open("/proc/loadavg").read().split()[:3]
+start = time.monotonic()
+with open(f"{work}/prepare-{threads}.log", "w") as log:
+    subprocess.run([bin, "data", "prepare", "--data", data, "--tokenizer", f"{work}/tokenizer", "--out", out,
+                    "--threads", threads], stdout=log, check=True)
+wall = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(f"{work}/wall-{threads}", "w").write(f"{wall}\n")
+m = json.load(open(f"{out}/manifest.json"))
 text = sum(m["summary"]["text_bytes"].values())
-tokens = sum(m["summary"]["tokens"].values())
-print(f"threads={threads:>2}  wall {wall:7.1f} s  cpu {user + sys_s:7.1f} s  text {text / 1e6:7.1f} MB  "
-      f"{text / 1e6 / wall:6.2f} MB/s  tokens {tokens:,} (train {m['summary']['tokens']['train']:,}, "
-      f"heldout {m['summary']['tokens']['heldout']:,}, val {m['summary']['tokens']['val']:,})  "
-      f"peak RSS {rss_kb / 1024:.0f} MiB  load before {load}")
+tokens = m["summary"]["tokens"]
+print(f"threads={threads:>2}  wall {wall:6.1f} s  cpu {usage.ru_utime + usage.ru_stime:6.1f} s  "
+      f"text {text / 1e6:6.1f} MB  {text / 1e6 / wall:6.2f} MB/s  tokens {sum(tokens.values()):,} "
+      f"(train {tokens['train']:,}, heldout {tokens['heldout']:,}, val {tokens['val']:,})  "
+      f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB  load before {' '.join(load)}")
 PY
 }
 
@@ -57,5 +61,5 @@ else
   echo "same bytes with $cores threads and 1 thread: NO" >&2
   exit 1
 fi
-w1=$(cut -d' ' -f1 "$work/time-1"); wn=$(cut -d' ' -f1 "$work/time-$cores")
+w1=$(cat "$work/wall-1"); wn=$(cat "$work/wall-$cores")
 echo "speed-up $cores threads over 1: $(awk -v a="$w1" -v b="$wn" 'BEGIN{printf "%.2f", a / b}')x   load after $(cut -d' ' -f1-3 /proc/loadavg)"
