@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/progress.h"
+#include "util/threads.h"
 
 namespace ct::cli {
 
@@ -66,7 +67,7 @@ void run_train(const TrainArgs& args) {
   Stopwatch total;
   BpeTrainer trainer(options);
   ProgressLine progress;
-  read_training_documents(files, [&](std::string_view text) {
+  read_training_documents(files, args.threads > 0 ? args.threads : available_cores(), [&](std::string_view text) {
     const bool more = trainer.add_document(text);
     const auto& st = trainer.stats();
     progress.update(str("tokenizer: read ", st.documents, " documents, ", st.chars / 1000000, "M chars"));
