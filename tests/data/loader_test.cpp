@@ -9,6 +9,7 @@
 #include "data/prepare.h"
 #include "data_test_support.h"
 #include "util/error.h"
+#include "util/read_guard.h"
 
 namespace ct {
 namespace {
@@ -214,6 +215,38 @@ TEST(Loader, RefusesTheValidationSplitAndNeverOpensItsShards) {
     // A whole epoch opened every shard of the split, each once.
     EXPECT_EQ(loader.shards_read().size(), loader.manifest().shards_of(split).size());
   }
+}
+
+TEST(Loader, AReadGuardAdmitsEveryFileAndRefusesValidationData) {
+  TempDir dir;
+  fs::path data = dir / "data", prepared = dir / "prepared";
+  fs::create_directories(data / "val");
+  fs::create_directories(prepared);
+  make_data(prepared);
+  ReadGuard guard;
+  guard.forbid_pinned_evaluation_data(DataLayout{data});
+  {
+    TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
+    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
+    std::vector<std::string> expected = {canonical_for_guard(prepared / "manifest.json").string()};
+    for (const auto& [name, sha] : loader.shards_read()) expected.push_back(canonical_for_guard(prepared / name).string());
+    EXPECT_EQ(guard.opened(), expected);
+    EXPECT_TRUE(guard.refused().empty());
+  }
+  // A shard that is really a file of the validation folder (a link) is refused when first opened.
+  fs::rename(prepared / "train_002.bin", data / "val" / "moved.bin");
+  fs::create_symlink(data / "val" / "moved.bin", prepared / "train_002.bin");
+  TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
+  std::string message = error_of([&] {
+    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
+  });
+  EXPECT_NE(message.find("train_002.bin: refused"), std::string::npos) << message;
+  ASSERT_EQ(guard.refused().size(), 1u);
+  EXPECT_EQ(guard.refused()[0], canonical_for_guard(data / "val" / "moved.bin").string());
+  // And a data folder inside val/ is refused at once, at its manifest.
+  fs::rename(prepared, data / "val" / "prepared");
+  message = error_of([&] { TokenLoader(data / "val" / "prepared", "train", 2, 8, 1, 0, 1, &guard); });
+  EXPECT_NE(message.find("manifest.json: refused"), std::string::npos) << message;
 }
 
 TEST(Loader, ShardChangedAfterPreparationIsAnErrorNamingIt) {
