@@ -1,6 +1,7 @@
 // GEMM and memory-bandwidth ceilings of this CPU, the numbers later speed work divides by.
 //
 //   build/release/bench/gemm_bench [--tokens 16384] [--repeats 3] [--models cpu-small,baseline] [--square 4096]
+//                                  [--threads 0] [--clock wall|thread-cpu] [--triad 1]
 //
 // For every linear layer of the model shapes (x [tokens, in], W [out, in]) it times the three GEMMs
 // of a training step: forward y = x W^T (NT), input gradient dx = dy W (NN) and weight gradient
@@ -12,6 +13,9 @@
 // Calls are interleaved (one call of each library per round, best of the rounds) so that a noisy,
 // shared machine penalises every library alike. Last, a STREAM-like triad a = b + s c measures
 // memory bandwidth, once on arrays far larger than the caches and once on cache-sized ones.
+// --threads 0 uses every core. --clock thread-cpu (with --threads 1) times each call by the calling
+// thread's CPU time, which a shared, loaded machine does not inflate: use it to compare libraries
+// when other work is running; wall time (the default) is what a training step sees.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -19,6 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <unordered_map>
@@ -34,6 +40,33 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+bool use_thread_cpu_clock = false;
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Seconds one call of fn takes, by the chosen clock.
+double time_call(const std::function<void()>& fn) {
+  if (use_thread_cpu_clock) {
+    double start = thread_cpu_seconds();
+    fn();
+    return thread_cpu_seconds() - start;
+  }
+  auto start = Clock::now();
+  fn();
+  return seconds_since(start);
+}
+
+std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
 
 struct GemmShape {
   std::string name;
@@ -137,11 +170,8 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     };
     for (Contender& contender : contenders) contender.call();  // warm-up
     for (int round = 0; round < repeats; ++round)
-      for (Contender& contender : contenders) {
-        auto start = Clock::now();
-        contender.call();
-        contender.best_seconds = std::min(contender.best_seconds, seconds_since(start));
-      }
+      for (Contender& contender : contenders)
+        contender.best_seconds = std::min(contender.best_seconds, time_call(contender.call));
     std::printf("%-28s %6ld %6ld %6ld  %c%c |", s.name.c_str(), static_cast<long>(s.m), static_cast<long>(s.n),
                 static_cast<long>(s.k), s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N');
     for (size_t i = 0; i < contenders.size(); ++i) {
@@ -193,23 +223,37 @@ std::vector<std::string> split(const std::string& list) {
 
 int main(int argc, char** argv) {
   int64_t tokens = 16384, square = 4096;
-  int repeats = 3;
-  std::string models = "cpu-small,baseline";
+  int repeats = 3, threads_wanted = 0, triad = 1;
+  std::string models = "cpu-small,baseline", clock = "wall";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--tokens") tokens = std::stoll(value);
     else if (flag == "--repeats") repeats = std::stoi(value);
     else if (flag == "--models") models = value;
     else if (flag == "--square") square = std::stoll(value);
+    else if (flag == "--threads") threads_wanted = std::stoi(value);
+    else if (flag == "--clock") clock = value;
+    else if (flag == "--triad") triad = std::stoi(value);
     else {
       std::fprintf(stderr, "gemm_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  int threads = ct::set_thread_count(0);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // one line at a time, also into a file
+  int threads = ct::set_thread_count(threads_wanted);
   ct::openblas_set_threads(threads);
-  std::printf("gemm_bench: %d threads; OpenBLAS %s; oneDNN %d.%d.%d\n", threads, ct::openblas_description().c_str(),
-              dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
+  if (clock != "wall" && clock != "thread-cpu") {
+    std::fprintf(stderr, "gemm_bench: --clock must be wall or thread-cpu, got %s\n", clock.c_str());
+    return 2;
+  }
+  if (clock == "thread-cpu" && threads != 1) {
+    std::fprintf(stderr, "gemm_bench: --clock thread-cpu needs --threads 1 (it times the calling thread only)\n");
+    return 2;
+  }
+  use_thread_cpu_clock = clock == "thread-cpu";
+  std::printf("gemm_bench: %d threads, %s clock; OpenBLAS %s; oneDNN %d.%d.%d; load average %s\n", threads,
+              clock.c_str(), ct::openblas_description().c_str(), dnnl_version()->major, dnnl_version()->minor,
+              dnnl_version()->patch, load_average().c_str());
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   std::vector<GemmShape> shapes;
   for (const std::string& model : split(models)) {
@@ -219,8 +263,11 @@ int main(int argc, char** argv) {
   if (!shapes.empty()) bench_gemms(shapes, repeats, engine);
   if (square > 0) bench_gemms({{"square", square, square, square, false, false}}, repeats, engine);
 
-  std::printf("triad a = b + 3 c (f32, %d threads):\n", threads);
-  std::printf("  3 x 512 MiB arrays (memory): %8.1f GB/s\n", triad_gbytes_per_second(int64_t{1} << 27, 5));
-  std::printf("  3 x 1 MiB arrays (cache):     %8.1f GB/s\n", triad_gbytes_per_second(int64_t{1} << 18, 200));
+  if (triad) {
+    std::printf("triad a = b + 3 c (f32, %d threads, wall clock):\n", threads);
+    std::printf("  3 x 512 MiB arrays (memory): %8.1f GB/s\n", triad_gbytes_per_second(int64_t{1} << 27, 5));
+    std::printf("  3 x 1 MiB arrays (cache):     %8.1f GB/s\n", triad_gbytes_per_second(int64_t{1} << 18, 200));
+  }
+  std::printf("load average at the end: %s\n", load_average().c_str());
   return 0;
 }
