@@ -95,15 +95,11 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
               const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
               zero_tail(row, visible, keys);
               if (visible <= 0) continue;
-              T block_max = -INFINITY;
-              for (int64_t j = 0; j < visible; ++j) block_max = std::max(block_max, row[j]);
-              const T new_max = std::max(running_max[r], block_max);
+              const T new_max = std::max(running_max[r], max_of(row, visible));
               const T correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
               for (int64_t j = 0; j < visible; ++j) row[j] -= new_max;
               exp_in_place(row, visible);  // row = exp(s - m'), the unnormalised probabilities
-              T row_sum = 0;
-              for (int64_t j = 0; j < visible; ++j) row_sum += row[j];
-              running_sum[r] = running_sum[r] * correction + row_sum;
+              running_sum[r] = running_sum[r] * correction + sum_of(row, visible);
               running_max[r] = new_max;
               if (correction != T(1)) {
                 T* acc_row = acc.data() + r * dim;
