@@ -11,6 +11,17 @@
 #include <filesystem>
 #include <string>
 
+// Defaults when the environment does not say (tests/CMakeLists.txt compiles the real ones in).
+#ifndef CLOCKTRAIN_TEST_DATA
+#define CLOCKTRAIN_TEST_DATA "../shared/data"
+#endif
+#ifndef CLOCKTRAIN_TEST_SOURCE_DIR
+#define CLOCKTRAIN_TEST_SOURCE_DIR "."
+#endif
+#ifndef CLOCKTRAIN_TEST_BIN
+#define CLOCKTRAIN_TEST_BIN "clocktrain"
+#endif
+
 namespace ct::test {
 
 namespace fs = std::filesystem;
@@ -20,10 +31,10 @@ inline std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-inline fs::path data_dir() { return env_or("CLOCKTRAIN_DATA", "../shared/data"); }
-inline fs::path source_dir() { return env_or("CLOCKTRAIN_SOURCE_DIR", "."); }
+inline fs::path data_dir() { return env_or("CLOCKTRAIN_DATA", CLOCKTRAIN_TEST_DATA); }
+inline fs::path source_dir() { return env_or("CLOCKTRAIN_SOURCE_DIR", CLOCKTRAIN_TEST_SOURCE_DIR); }
 inline std::string python() { return env_or("CLOCKTRAIN_PYTHON", "/usr/bin/python3"); }
-inline std::string clocktrain_bin() { return env_or("CLOCKTRAIN_BIN", "clocktrain"); }
+inline std::string clocktrain_bin() { return env_or("CLOCKTRAIN_BIN", CLOCKTRAIN_TEST_BIN); }
 
 // True when the system python3 can import every module named (space separated).
 inline bool python_has(const std::string& modules) {

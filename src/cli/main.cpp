@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   ct::cli::add_version_command(app);
+  ct::cli::add_tokenizer_command(app);
+  ct::cli::add_data_command(app);
+  ct::cli::add_board_command(app);
+  ct::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
