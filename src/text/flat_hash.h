@@ -49,6 +49,36 @@ inline uint64_t hash_bytes(const char* p, size_t n) {
 }
 inline uint64_t hash_bytes(std::string_view s) { return hash_bytes(s.data(), s.size()); }
 
+// a[0, n) == b[0, n), inline for the short strings that chunks mostly are (memcmp is a call).
+inline bool bytes_equal(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      uint64_t x, y;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    uint64_t x, y;  // the last 8 bytes, overlapping what was compared
+    std::memcpy(&x, a + n - 8, 8);
+    std::memcpy(&y, b + n - 8, 8);
+    return x == y;
+  }
+  if (n >= 4) {
+    uint32_t x0, y0, x1, y1;
+    std::memcpy(&x0, a, 4);
+    std::memcpy(&y0, b, 4);
+    std::memcpy(&x1, a + n - 4, 4);
+    std::memcpy(&y1, b + n - 4, 4);
+    return x0 == y0 && x1 == y1;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+inline bool bytes_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && bytes_equal(a.data(), b.data(), a.size());
+}
+
 // The key of an ordered pair of token ids.
 inline uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);

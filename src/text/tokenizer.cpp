@@ -105,7 +105,7 @@ int32_t Tokenizer::Impl::rank_of_hashed(std::string_view bytes, uint64_t h) cons
   for (size_t i = h & mask; rank_slots[i] != 0; i = (i + 1) & mask) {
     if ((rank_slots[i] & 0xffffffff00000000ULL) != fingerprint) continue;
     const auto rank = static_cast<int32_t>(static_cast<uint32_t>(rank_slots[i])) - 1;
-    if (rank_bytes[rank] == bytes) return rank;
+    if (text_detail::bytes_equal(rank_bytes[rank], bytes)) return rank;
   }
   return -1;
 }
