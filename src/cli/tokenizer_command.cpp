@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/progress.h"
+#include "util/threads.h"
 
 namespace ct::cli {
 
@@ -66,12 +67,14 @@ void run_train(const TrainArgs& args) {
   Stopwatch total;
   BpeTrainer trainer(options);
   ProgressLine progress;
-  read_training_documents(files, [&](std::string_view text) {
+  Stopwatch reading;
+  read_training_documents(files, args.threads > 0 ? args.threads : available_cores(), [&](std::string_view text) {
     const bool more = trainer.add_document(text);
     const auto& st = trainer.stats();
     progress.update(str("tokenizer: read ", st.documents, " documents, ", st.chars / 1000000, "M chars"));
     return more;
   });
+  const double read_seconds = reading.seconds();
   Tokenizer tokenizer = trainer.train([&](int32_t done, int32_t total_merges) {
     progress.update(str("tokenizer: merge ", done, "/", total_merges), done == total_merges);
   });
@@ -83,8 +86,8 @@ void run_train(const TrainArgs& args) {
   std::printf("chunks         %lld (%lld distinct)\n", (long long)st.chunks, (long long)st.unique_chunks);
   std::printf("merges         %d (%d merges reused an existing token)\n", st.merges, st.reused_tokens);
   std::printf("vocab size     %d (%zu special tokens)\n", tokenizer.vocab_size(), options.special_tokens.size());
-  std::printf("time           %.2f s (reading and counting %.2f s, merging %.2f s)\n", total.seconds(),
-              st.count_seconds, st.merge_seconds);
+  std::printf("time           %.2f s: reading %.2f s, counting %.2f s (alongside the reading) + %.2f s, merging %.2f s\n",
+              total.seconds(), read_seconds, st.count_seconds, st.wait_seconds, st.merge_seconds);
   std::printf("sha256         %s\n", tokenizer.sha256().c_str());
   std::printf("saved          %s\n", args.out.c_str());
 }

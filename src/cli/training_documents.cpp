@@ -9,6 +9,7 @@
 
 #include "util/error.h"
 #include "util/json.h"
+#include "util/threads.h"
 
 namespace ct::cli {
 
@@ -79,28 +80,78 @@ std::vector<fs::path> training_corpus_files(const fs::path& corpus_dir) {
   return files;
 }
 
-int64_t read_training_documents(const std::vector<fs::path>& files,
+namespace {
+
+// Lines waiting to be parsed, with where they came from.
+struct LineBatch {
+  std::vector<std::string> lines;
+  std::vector<int64_t> line_numbers;
+  std::vector<const fs::path*> files;
+  size_t bytes = 0;
+  void clear() {
+    lines.clear();
+    line_numbers.clear();
+    files.clear();
+    bytes = 0;
+  }
+};
+
+// Parses the batch's JSON lines on all threads (parsing costs more than decompressing), then hands
+// the texts over in order. Returns false when on_document asked to stop.
+bool flush_batch(LineBatch& batch, int threads, const std::function<bool(std::string_view)>& on_document,
+                 int64_t& documents) {
+  const auto n = static_cast<int64_t>(batch.lines.size());
+  std::vector<std::string> texts(n), errors(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string where = str(batch.files[i]->string(), ":", batch.line_numbers[i]);
+    try {
+      Json doc = Json::parse(batch.lines[i]);
+      if (!(doc.is_object() && doc.contains("text") && doc["text"].is_string()))
+        errors[i] = where + ": expected an object with a string field \"text\"";
+      else
+        texts[i] = std::move(doc["text"].get_ref<std::string&>());
+    } catch (const nlohmann::json::parse_error& e) {
+      errors[i] = str(where, ": invalid JSON at byte ", e.byte, ": ", e.what());
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    check(errors[i].empty(), errors[i]);
+    ++documents;
+    if (!on_document(texts[i])) return false;
+  }
+  batch.clear();
+  return true;
+}
+
+}  // namespace
+
+int64_t read_training_documents(const std::vector<fs::path>& files, int threads,
                                 const std::function<bool(std::string_view)>& on_document) {
   int64_t documents = 0;
+  LineBatch batch;
+  // Small batches first, so that a small --max-chars does not parse much more than it uses.
+  size_t batch_limit = size_t{1} << 20;
+  bool stop = false;
+  struct Stop {};
   for (const fs::path& path : files) {
     std::string pending;  // an incomplete line
     int64_t line_number = 0;
-    bool stop = false;
     auto handle_line = [&](std::string_view line) {
       ++line_number;
-      if (stop || line.find_first_not_of(" \t\r") == std::string_view::npos) return;
-      Json doc;
-      try {
-        doc = Json::parse(line);
-      } catch (const nlohmann::json::parse_error& e) {
-        fail(path.string(), ":", line_number, ": invalid JSON at byte ", e.byte, ": ", e.what());
+      if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+      batch.lines.emplace_back(line);
+      batch.line_numbers.push_back(line_number);
+      batch.files.push_back(&path);
+      batch.bytes += line.size();
+      if (batch.bytes >= batch_limit) {
+        batch_limit = std::min(batch_limit * 2, size_t{32} << 20);
+        if (!flush_batch(batch, threads, on_document, documents)) {
+          stop = true;
+          throw Stop{};
+        }
       }
-      check(doc.is_object() && doc.contains("text") && doc["text"].is_string(), path.string(), ":", line_number,
-            ": expected an object with a string field \"text\"");
-      ++documents;
-      if (!on_document(doc["text"].get_ref<const std::string&>())) stop = true;
     };
-    struct Stop {};
     try {
       stream_file(path, [&](std::string_view block) {
         size_t begin = 0;
@@ -114,7 +165,6 @@ int64_t read_training_documents(const std::vector<fs::path>& files,
             handle_line(pending);
             pending.clear();
           }
-          if (stop) throw Stop{};
           begin = eol + 1;
         }
         pending.append(block.substr(begin));
@@ -124,6 +174,7 @@ int64_t read_training_documents(const std::vector<fs::path>& files,
     }
     if (stop) break;
   }
+  if (!stop) flush_batch(batch, threads, on_document, documents);
   return documents;
 }
 

@@ -16,8 +16,8 @@ namespace ct::cli {
 std::vector<std::filesystem::path> training_corpus_files(const std::filesystem::path& corpus_dir);
 
 // Calls on_document(text) for each document in order until it returns false. Errors name the file
-// and line. Returns the number of documents read.
-int64_t read_training_documents(const std::vector<std::filesystem::path>& files,
+// and line. JSON is parsed on `threads` threads, in batches. Returns the number of documents read.
+int64_t read_training_documents(const std::vector<std::filesystem::path>& files, int threads,
                                 const std::function<bool(std::string_view)>& on_document);
 
 }  // namespace ct::cli

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <future>
 #include <queue>
 #include <unordered_map>
 
@@ -152,35 +153,44 @@ class MergeState {
 }  // namespace
 
 struct BpeTrainer::State {
+  struct Batch {
+    std::string text;         // documents back to back
+    std::vector<size_t> ends;  // end offset of each document in `text`
+  };
+
   BpeTrainerOptions options;
   BpeTrainingStats stats;
   int threads = 1;
   bool full = false;     // max_chars reached
   bool trained = false;
-  std::string batch;                // documents of the current batch, back to back
-  std::vector<size_t> batch_ends;   // end offset of each document in `batch`
-  std::vector<ChunkCounter> counters;  // one per thread
+  // One batch fills while the previous one is counted by a background task (which runs its own
+  // OpenMP team), so that reading documents and counting chunks overlap.
+  Batch filling, counting;
+  std::future<void> counting_done;
+  std::vector<ChunkCounter> counters;  // one per counting thread; touched only by the counting task
   std::vector<int64_t> chunks_per_thread;
+  double count_seconds = 0;  // written by the counting task
 
-  void count_batch() {
-    if (batch.empty()) return;
+  void count(Batch& batch) {
+    if (batch.text.empty()) return;
     Stopwatch watch;
     // Cut documents into pieces for the threads. A cut goes only just before an ASCII letter that
     // follows '\n': the split pattern always ends a chunk there (no alternative carries a line
     // break on into a letter) and has no look-behind, so the pieces pre-tokenize exactly as the
     // whole document does.
     const size_t piece_bytes = std::max<size_t>(1, options.piece_bytes);
+    const std::string& text = batch.text;
     std::vector<std::string_view> pieces;
     size_t doc_begin = 0;
-    for (size_t doc_end : batch_ends) {
+    for (size_t doc_end : batch.ends) {
       size_t begin = doc_begin;
       while (doc_end - begin > piece_bytes) {
         size_t cut = begin + piece_bytes;
-        while (cut < doc_end && !(batch[cut - 1] == '\n' && is_ascii_letter(batch[cut]))) ++cut;
-        pieces.emplace_back(batch.data() + begin, cut - begin);
+        while (cut < doc_end && !(text[cut - 1] == '\n' && is_ascii_letter(text[cut]))) ++cut;
+        pieces.emplace_back(text.data() + begin, cut - begin);
         begin = cut;
       }
-      if (doc_end > begin) pieces.emplace_back(batch.data() + begin, doc_end - begin);
+      if (doc_end > begin) pieces.emplace_back(text.data() + begin, doc_end - begin);
       doc_begin = doc_end;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -194,9 +204,21 @@ struct BpeTrainer::State {
       });
       chunks_per_thread[t] += n;
     }
-    batch.clear();
-    batch_ends.clear();
-    stats.count_seconds += watch.seconds();
+    batch.text.clear();
+    batch.ends.clear();
+    count_seconds += watch.seconds();
+  }
+
+  // Waits for the counting task; rethrows what it threw.
+  void wait_for_counting() {
+    if (counting_done.valid()) counting_done.get();
+  }
+
+  // Hands the filled batch to the counting task (after the previous one is done).
+  void submit_batch() {
+    wait_for_counting();
+    std::swap(filling, counting);
+    counting_done = std::async(std::launch::async, [this] { count(counting); });
   }
 };
 
@@ -216,7 +238,10 @@ BpeTrainer::BpeTrainer(BpeTrainerOptions options) : state_(std::make_unique<Stat
   s.chunks_per_thread.assign(s.threads, 0);
 }
 
-BpeTrainer::~BpeTrainer() = default;
+BpeTrainer::~BpeTrainer() {
+  // The counting task uses the state: let it finish first.
+  if (state_ && state_->counting_done.valid()) state_->counting_done.wait();
+}
 
 bool BpeTrainer::add_document(std::string_view text) {
   State& s = *state_;
@@ -236,9 +261,9 @@ bool BpeTrainer::add_document(std::string_view text) {
   s.stats.documents += 1;
   s.stats.chars += chars;
   s.stats.bytes += static_cast<int64_t>(kept.size());
-  s.batch.append(kept);
-  s.batch_ends.push_back(s.batch.size());
-  if (s.batch.size() >= o.batch_bytes) s.count_batch();
+  s.filling.text.append(kept);
+  s.filling.ends.push_back(s.filling.text.size());
+  if (s.filling.text.size() >= o.batch_bytes) s.submit_batch();
   if (o.max_chars > 0 && s.stats.chars >= o.max_chars) s.full = true;
   return !s.full;
 }
@@ -249,8 +274,9 @@ Tokenizer BpeTrainer::train(const Progress& progress) {
   State& s = *state_;
   check(!s.trained, "tokenizer training: train() called twice");
   s.trained = true;
-  s.count_batch();
   Stopwatch watch;
+  s.wait_for_counting();
+  s.count(s.filling);
   // Combine the per-thread counts (sums: the order does not matter).
   for (int t = 1; t < s.threads; ++t) {
     s.counters[0].merge_from(s.counters[t]);
@@ -258,7 +284,8 @@ Tokenizer BpeTrainer::train(const Progress& progress) {
   }
   for (int64_t n : s.chunks_per_thread) s.stats.chunks += n;
   s.stats.unique_chunks = static_cast<int64_t>(s.counters[0].size());
-  s.stats.count_seconds += watch.seconds();
+  s.stats.count_seconds = s.count_seconds;
+  s.stats.wait_seconds = watch.seconds();
   watch.restart();
 
   const BpeTrainerOptions& o = s.options;

@@ -1,6 +1,7 @@
 #pragma once
-// Byte-level BPE training (formats.md). Documents stream in through add_document(); each is
-// pre-tokenized and its chunks counted (in parallel over documents, OpenMP). train() then starts
+// Byte-level BPE training (formats.md). Documents stream in through add_document(); batches of them
+// are pre-tokenized and their chunks counted in the background (in parallel, OpenMP) while the
+// caller reads the next documents. train() then starts
 // from the 256 byte tokens and repeatedly merges the most frequent adjacent pair of tokens within
 // chunks, giving the merges ranks 256, 257, ...; the special tokens (<|bos|> first) follow.
 //
@@ -47,7 +48,10 @@ struct BpeTrainingStats {
   int64_t unique_chunks = 0;
   int32_t merges = 0;
   int32_t reused_tokens = 0;  // merges whose bytes were already a token (see bpe_trainer.cpp)
-  double count_seconds = 0;  // pre-tokenizing and counting (including waiting for documents)
+  // Wall seconds: pre-tokenizing and counting (in the background, overlapping the reading of
+  // documents); inside train(), waiting for the counting to end and combining the counts; merging.
+  double count_seconds = 0;
+  double wait_seconds = 0;
   double merge_seconds = 0;
 };
 

@@ -47,7 +47,7 @@ class ChunkCounter {
     size_t i = h & mask;
     for (; entries_[i].count; i = (i + 1) & mask) {
       const Entry& e = entries_[i];
-      if (e.hash == h && e.length == chunk.size() && view(e) == chunk) {
+      if (e.hash == h && e.length == chunk.size() && bytes_equal(arena_.data() + e.offset, chunk.data(), chunk.size())) {
         entries_[i].count += count;
         return;
       }

@@ -22,7 +22,9 @@ inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-// A hash of a byte string, 8 bytes at a time (multiply-rotate), finished with mix64.
+// A hash of a byte string, 8 bytes at a time (multiply-rotate), finished with mix64. The last 1-7
+// bytes are read with two overlapping loads (or three single bytes), never a byte loop: most
+// chunks are that short.
 inline uint64_t hash_bytes(const char* p, size_t n) {
   constexpr uint64_t kMul = 0x9E3779B97F4A7C15ULL;
   uint64_t h = kMul ^ (n * 0xff51afd7ed558ccdULL);
@@ -33,14 +35,49 @@ inline uint64_t hash_bytes(const char* p, size_t n) {
     p += 8;
     n -= 8;
   }
-  if (n) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
+  if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    h = std::rotl((h ^ ((uint64_t{a} << 32) | b)) * kMul, 29);
+  } else if (n > 0) {
+    const uint64_t w = (uint64_t{static_cast<uint8_t>(p[0])} << 16) |
+                       (uint64_t{static_cast<uint8_t>(p[n >> 1])} << 8) | static_cast<uint8_t>(p[n - 1]);
     h = std::rotl((h ^ w) * kMul, 29);
   }
   return mix64(h);
 }
 inline uint64_t hash_bytes(std::string_view s) { return hash_bytes(s.data(), s.size()); }
+
+// a[0, n) == b[0, n), inline for the short strings that chunks mostly are (memcmp is a call).
+inline bool bytes_equal(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      uint64_t x, y;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    uint64_t x, y;  // the last 8 bytes, overlapping what was compared
+    std::memcpy(&x, a + n - 8, 8);
+    std::memcpy(&y, b + n - 8, 8);
+    return x == y;
+  }
+  if (n >= 4) {
+    uint32_t x0, y0, x1, y1;
+    std::memcpy(&x0, a, 4);
+    std::memcpy(&y0, b, 4);
+    std::memcpy(&x1, a + n - 4, 4);
+    std::memcpy(&y1, b + n - 4, 4);
+    return x0 == y0 && x1 == y1;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+inline bool bytes_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && bytes_equal(a.data(), b.data(), a.size());
+}
 
 // The key of an ordered pair of token ids.
 inline uint64_t pair_key(int32_t left, int32_t right) {

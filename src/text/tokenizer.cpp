@@ -26,25 +26,28 @@ constexpr int32_t kNoMerge = INT32_MAX;
 // constantly in text, and a hit costs one hash and one compare instead of a BPE run. Being per
 // thread keeps encode() lock-free; the owner id empties it when another tokenizer uses the thread.
 struct EncodeCache {
-  static constexpr size_t kSlots = 1 << 14;
+  static constexpr size_t kSlots = 1 << 15;
   static constexpr size_t kMaxKeyBytes = 22;
   static constexpr size_t kMaxIds = 8;
-  struct Slot {
-    uint64_t hash;
-    uint8_t key_length;  // 0 = empty (cached chunks have at least 2 bytes)
+  struct Entry {
+    uint8_t key_length;
     uint8_t num_ids;
     char key[kMaxKeyBytes];
     int32_t ids[kMaxIds];
   };
   uint64_t owner = 0;
-  std::vector<Slot> slots;
+  // Tags (the chunk's hash, made odd so that 0 means empty) apart from the entries: a miss, the
+  // common case for a new word, touches one small array only.
+  std::vector<uint64_t> tags;
+  std::vector<Entry> entries;
 
-  Slot& slot_for(uint64_t owner_id, uint64_t hash) {
+  size_t index_for(uint64_t owner_id, uint64_t hash) {
     if (owner != owner_id) {
-      slots.assign(kSlots, Slot{});
+      tags.assign(kSlots, 0);
+      entries.resize(kSlots);
       owner = owner_id;
     }
-    return slots[(hash >> 20) & (kSlots - 1)];
+    return (hash >> 24) & (kSlots - 1);
   }
 };
 
@@ -63,19 +66,15 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(std::vector<std::string>
 
   const size_t capacity = std::bit_ceil(std::max<size_t>(16, size_t(n) * 2));
   impl->rank_slots.assign(capacity, 0);
-  impl->rank_slot_hashes.assign(capacity, 0);
   for (int32_t rank = 0; rank < n; ++rank) {
     const std::string& bytes = impl->rank_bytes[rank];
     check(!bytes.empty(), where, ": rank ", rank, ": a token has no bytes");
+    check(impl->rank_of(bytes) < 0, where, ": rank ", rank, ": the same bytes as rank ", impl->rank_of(bytes),
+          " (every token must be distinct)");
     const uint64_t h = hash_bytes(bytes);
     size_t i = h & (capacity - 1);
-    for (; impl->rank_slots[i] != 0; i = (i + 1) & (capacity - 1)) {
-      const int32_t other = impl->rank_slots[i] - 1;
-      check(impl->rank_slot_hashes[i] != h || impl->rank_bytes[other] != bytes, where, ": rank ", rank,
-            ": the same bytes as rank ", other, " (every token must be distinct)");
-    }
-    impl->rank_slots[i] = rank + 1;
-    impl->rank_slot_hashes[i] = h;
+    while (impl->rank_slots[i] != 0) i = (i + 1) & (capacity - 1);
+    impl->rank_slots[i] = (h & 0xffffffff00000000ULL) | static_cast<uint32_t>(rank + 1);
   }
   for (int b = 0; b < 256; ++b) {
     impl->byte_id[b] = impl->rank_of(std::string_view(reinterpret_cast<const char*>(&b), 1));
@@ -100,14 +99,18 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(std::vector<std::string>
   return impl;
 }
 
-int32_t Tokenizer::Impl::rank_of(std::string_view bytes) const {
-  const uint64_t h = hash_bytes(bytes);
+int32_t Tokenizer::Impl::rank_of_hashed(std::string_view bytes, uint64_t h) const {
   const size_t mask = rank_slots.size() - 1;
+  const uint64_t fingerprint = h & 0xffffffff00000000ULL;
   for (size_t i = h & mask; rank_slots[i] != 0; i = (i + 1) & mask) {
-    if (rank_slot_hashes[i] == h && rank_bytes[rank_slots[i] - 1] == bytes) return rank_slots[i] - 1;
+    if ((rank_slots[i] & 0xffffffff00000000ULL) != fingerprint) continue;
+    const auto rank = static_cast<int32_t>(static_cast<uint32_t>(rank_slots[i])) - 1;
+    if (text_detail::bytes_equal(rank_bytes[rank], bytes)) return rank;
   }
   return -1;
 }
+
+int32_t Tokenizer::Impl::rank_of(std::string_view bytes) const { return rank_of_hashed(bytes, hash_bytes(bytes)); }
 
 // tiktoken's byte-pair merge: start from single bytes; repeatedly merge the adjacent pair whose
 // concatenation is the token of lowest rank (the leftmost such pair on ties: the same token can
@@ -186,31 +189,31 @@ void Tokenizer::Impl::encode_chunk(std::string_view chunk, std::vector<int32_t>&
   }
   // A whole chunk that is a token is that token (tiktoken does the same).
   const uint64_t h = hash_bytes(chunk);
-  const size_t mask = rank_slots.size() - 1;
-  for (size_t i = h & mask; rank_slots[i] != 0; i = (i + 1) & mask) {
-    if (rank_slot_hashes[i] == h && rank_bytes[rank_slots[i] - 1] == chunk) {
-      out.push_back(rank_slots[i] - 1);
-      return;
-    }
+  if (const int32_t rank = rank_of_hashed(chunk, h); rank >= 0) {
+    out.push_back(rank);
+    return;
   }
   if (chunk.size() > EncodeCache::kMaxKeyBytes) {
     encode_chunk_uncached(chunk, out);
     return;
   }
-  EncodeCache::Slot& slot = encode_cache.slot_for(instance_id, h);
-  if (slot.key_length == chunk.size() && slot.hash == h && std::memcmp(slot.key, chunk.data(), chunk.size()) == 0) {
-    out.insert(out.end(), slot.ids, slot.ids + slot.num_ids);
+  const size_t index = encode_cache.index_for(instance_id, h);
+  const uint64_t tag = h | 1;
+  EncodeCache::Entry& entry = encode_cache.entries[index];
+  if (encode_cache.tags[index] == tag && entry.key_length == chunk.size() &&
+      std::memcmp(entry.key, chunk.data(), chunk.size()) == 0) {
+    out.insert(out.end(), entry.ids, entry.ids + entry.num_ids);
     return;
   }
   const size_t start = out.size();
   encode_chunk_uncached(chunk, out);
   const size_t num_ids = out.size() - start;
   if (num_ids <= EncodeCache::kMaxIds) {
-    slot.hash = h;
-    slot.key_length = static_cast<uint8_t>(chunk.size());
-    slot.num_ids = static_cast<uint8_t>(num_ids);
-    std::memcpy(slot.key, chunk.data(), chunk.size());
-    std::memcpy(slot.ids, out.data() + start, num_ids * sizeof(int32_t));
+    encode_cache.tags[index] = tag;
+    entry.key_length = static_cast<uint8_t>(chunk.size());
+    entry.num_ids = static_cast<uint8_t>(num_ids);
+    std::memcpy(entry.key, chunk.data(), chunk.size());
+    std::memcpy(entry.ids, out.data() + start, num_ids * sizeof(int32_t));
   }
 }
 

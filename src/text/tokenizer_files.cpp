@@ -95,6 +95,10 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
   const Json j = read_json_file(json_path);
   const std::string where = json_path.string();
   check(j.is_object(), where, ": expected a JSON object");
+  if (j.contains("format"))
+    check(j["format"] == "clocktrain-bpe", where, ": field 'format': expected \"clocktrain-bpe\", got ", j["format"].dump());
+  if (j.contains("version"))
+    check(j["version"] == 1, where, ": field 'version': expected 1 (this build reads version 1), got ", j["version"].dump());
   const auto pattern = json_field<std::string>(j, "pattern", where);
   check(pattern == kSplitPattern, where, ": field 'pattern': clocktrain implements only the split pattern ",
         kSplitPattern, ", got ", pattern);

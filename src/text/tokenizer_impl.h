@@ -18,9 +18,10 @@ struct Tokenizer::Impl {
   std::vector<std::string> special_names;  // special_names[i] has id rank_bytes.size() + i
   std::array<int32_t, 256> byte_id{};      // the id of each single byte
 
-  // bytes -> rank, for whole-chunk lookups: slots hold rank + 1 (0 = empty), probed by hash_bytes.
-  std::vector<int32_t> rank_slots;
-  std::vector<uint64_t> rank_slot_hashes;
+  // bytes -> rank, for whole-chunk lookups: open addressing on hash_bytes; a slot holds the hash's
+  // high 32 bits (a fingerprint that rejects almost every mismatch without touching the bytes)
+  // and rank + 1 in the low 32 bits; 0 = empty.
+  std::vector<uint64_t> rank_slots;
   // (left id, right id) -> rank of the token whose bytes are their concatenation, when one exists.
   // This is tiktoken's rule (merge the adjacent parts whose concatenation has the lowest rank)
   // expressed on ids, so encoding never hashes byte strings inside a chunk.
@@ -34,6 +35,7 @@ struct Tokenizer::Impl {
                                      std::vector<std::string> special_names, const std::string& where);
 
   int32_t rank_of(std::string_view bytes) const;  // -1 when no token has these bytes
+  int32_t rank_of_hashed(std::string_view bytes, uint64_t hash) const;  // the same, given hash_bytes
   int32_t num_ranks() const { return static_cast<int32_t>(rank_bytes.size()); }
   int32_t vocab_size() const { return num_ranks() + static_cast<int32_t>(special_names.size()); }
 

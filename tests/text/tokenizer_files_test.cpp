@@ -209,6 +209,11 @@ TEST_F(TokenizerFiles, BadJsonIsNamed) {
   }
   {
     Json bad = j;
+    bad["version"] = 2;
+    EXPECT_THAT(load_error(with_json("version", bad.dump())), HasSubstr("field 'version': expected 1"));
+  }
+  {
+    Json bad = j;
     bad.erase("vocab_size");
     EXPECT_THAT(load_error(with_json("novocab", bad.dump())), HasSubstr("vocab_size"));
   }
