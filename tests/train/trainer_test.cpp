@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
@@ -241,7 +242,7 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   EXPECT_EQ(skipped.nonfinite_steps, 3);  // steps 3, 4, 5: the weights stay poisoned
   int skip_events = 0;
   for (const Json& e : test::rows_of_kind(test::read_metrics(scratch_.path() / "nan"), "event"))
-    skip_events += e["event"] == "nonfinite_skipped";
+    skip_events += e["event"] == "nonfinite" && e["detail"].get<std::string>().find("skipped") != std::string::npos;
   EXPECT_EQ(skip_events, 3);
 
   // A NaN inside the MLP: relu^2 may hide it from the loss, never from the gradients, which the
@@ -253,6 +254,23 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   TrainResult bad_grads = train(grads);
   EXPECT_FALSE(bad_grads.ok());
   EXPECT_NE(bad_grads.error.find("step 3: the "), std::string::npos) << bad_grads.error;
+}
+
+TEST_F(TrainerTest, ReadGuardRecordsEveryFileTheTrainerOpens) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 2;
+  r.eval_every_steps = 1;
+  ReadGuard guard;
+  guard.forbid(root_->path() / "raw", "the raw corpus");
+  TrainOptions o = options("guarded", r);
+  o.read_guard = &guard;
+  ASSERT_TRUE(train(o).ok());
+  std::set<std::string> names;
+  for (const std::string& path : guard.opened()) names.insert(fs::path(path).filename().string());
+  for (const char* f : {"manifest.json", "train_000.bin", "heldout_000.bin", "tokenizer.json", "tokenizer.tiktoken"})
+    EXPECT_EQ(names.count(f), 1u) << f;
+  for (const std::string& n : names) EXPECT_EQ(n.find("val_"), std::string::npos) << n;
+  EXPECT_TRUE(guard.refused().empty());
 }
 
 TEST_F(TrainerTest, ResumeRejectsAnotherModelShape) {
