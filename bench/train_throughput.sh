@@ -4,7 +4,9 @@
 # alternately in the same invocation, ROUNDS times each, so that the ratio is measured side by side
 # on a shared machine. Prints each run, then a table of medians and the ratio clocktrain / PyTorch.
 #
-# usage: bench/train_throughput.sh [THREADS] [ROUNDS]      (defaults: every core, 2 rounds)
+# usage: bench/train_throughput.sh [THREADS] [ROUNDS] [CLOCK]   (defaults: every core, 2 rounds, wall)
+#   CLOCK "cpu" times both sides with their process's CPU clock: on a shared machine, with THREADS 1,
+#   that approximates an idle core (see docs/performance.md, "Training throughput").
 # env:   BUILD=build/release   RECIPES="cpu-small baseline"
 #
 # The baseline is measured at 2 rows of 1024 tokens per step (one micro-batch) to keep a step under
@@ -14,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
 rounds=${2:-2}
+clock=${3:-wall}
 build=${BUILD:-build/release}
 recipes=${RECIPES:-"cpu-small baseline"}
 bench="$build/bench/train_throughput_bench"
@@ -27,8 +30,10 @@ export OMP_NUM_THREADS=$threads
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for recipe in $recipes; do
-  args=(--threads "$threads" --steps 3 --warmup 1)
-  if [ "$recipe" = baseline ]; then args=(--threads "$threads" --tokens-per-step 2048 --micro-batch-rows 2 --steps 2 --warmup 1); fi
+  args=(--threads "$threads" --clock "$clock" --steps 3 --warmup 1)
+  if [ "$recipe" = baseline ]; then
+    args=(--threads "$threads" --clock "$clock" --tokens-per-step 2048 --micro-batch-rows 2 --steps 2 --warmup 1)
+  fi
   for round in $(seq "$rounds"); do
     echo "== $recipe, round $round: clocktrain" >&2
     "$bench" "recipes/$recipe.toml" "${args[@]}" | tee >(cat >&2) | sed -n 's/^json: //p' >> "$results"
@@ -41,7 +46,8 @@ done
 /usr/bin/python3 - "$results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(f"\n{'recipe':<10} {'tokens/step':>11} {'threads':>7} {'clocktrain tok/s':>16} {'torch tok/s':>11} "
+print(f"\n{rows[0].get('clock', 'wall')} clock")
+print(f"{'recipe':<10} {'tokens/step':>11} {'threads':>7} {'clocktrain tok/s':>16} {'torch tok/s':>11} "
       f"{'ratio':>6} {'model GFLOP/s':>13} {'GEMM peak':>9} {'of peak':>7}")
 for recipe in dict.fromkeys(r["recipe"] for r in rows):
     ct = [r for r in rows if r["recipe"] == recipe and r["impl"] == "clocktrain"]
