@@ -115,6 +115,7 @@ def main():
         "threads": threads,
         "clock": args.clock,
         "tokens_per_step": tokens_per_step,
+        "recipe_tokens_per_step": recipe["batch"]["tokens_per_step"],
         "micro_batch_rows": B,
         "steps": args.steps,
         "step_seconds": step,

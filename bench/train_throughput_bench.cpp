@@ -79,6 +79,7 @@ int run(int argc, char** argv) {
   check(argc >= 2, "usage: train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] "
                    "[--tokens-per-step N] [--micro-batch-rows N] [--backend NAME]");
   Recipe recipe = load_recipe(argv[1]);
+  const int64_t recipe_tokens_per_step = recipe.tokens_per_step;
   int threads = 0, steps = 5, warmup = 2;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -162,6 +163,7 @@ int run(int argc, char** argv) {
          {"threads", options.threads},
          {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},
+         {"recipe_tokens_per_step", recipe_tokens_per_step},
          {"micro_batch_rows", B},
          {"steps", steps},
          {"step_seconds", step_median},
