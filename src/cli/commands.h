@@ -8,6 +8,7 @@ void add_version_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_board_command(CLI::App& app);

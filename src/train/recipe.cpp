@@ -146,6 +146,7 @@ Schema schema_for(Recipe& r) {
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
         {"matmul_precision", string_field(r.matmul_precision)}}},
+      {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
   };
 }
 
@@ -191,6 +192,7 @@ void Recipe::validate(const std::string& where) const {
   check(eval_tokens >= 0 && eval_tokens % model.sequence_len == 0, field("eval.tokens"),
         ": expected a multiple of model.sequence_len (", model.sequence_len, "), got ", eval_tokens);
   check(checkpoint_every_minutes >= 0, field("checkpoint.every_minutes"), ": expected >= 0");
+  check(debug_nan_loss_at_step >= 0, field("debug.nan_loss_at_step"), ": expected >= 0 (0 = off)");
   check(threads >= 0, field("backend.threads"), ": expected >= 0 (0 = every core)");
   check(matmul_precision == "f32" || matmul_precision == "bf16", field("backend.matmul_precision"),
         ": expected \"f32\" or \"bf16\", got \"", matmul_precision, "\"");
@@ -235,7 +237,7 @@ Json to_json(const Recipe& r) {
   model.erase("norm_eps");
   model.erase("padded_vocab_size");
   const OptimizerConfig& o = r.optimizer;
-  return Json{
+  Json resolved{
       {"name", r.name},
       {"model", model},
       {"batch", {{"tokens_per_step", r.tokens_per_step}, {"micro_batch_rows", r.micro_batch_rows}}},
@@ -271,6 +273,9 @@ Json to_json(const Recipe& r) {
       {"checkpoint", {{"every_minutes", r.checkpoint_every_minutes}}},
       {"backend", {{"name", r.backend}, {"threads", r.threads}, {"matmul_precision", r.matmul_precision}}},
   };
+  // Only when set, so that recipes without it keep their hashes.
+  if (r.debug_nan_loss_at_step != 0) resolved["debug"] = Json{{"nan_loss_at_step", r.debug_nan_loss_at_step}};
+  return resolved;
 }
 
 std::string recipe_hash(const Recipe& recipe) { return sha256_hex(to_json(recipe).dump()); }

@@ -53,6 +53,11 @@ struct Recipe {
   int threads = 0;                  // 0 = every available core
   std::string matmul_precision = "f32";
 
+  // [debug] test-only fault injection (docs/train.md); absent from the resolved recipe (and its hash)
+  // while at its default. nan_loss_at_step = k > 0: the loss of step k is replaced by NaN, so the
+  // trainer's non-finite handling and the harness's valid_score check can be tested end to end.
+  int64_t debug_nan_loss_at_step = 0;
+
   int64_t rows_per_step() const { return tokens_per_step / model.sequence_len; }
   int64_t micro_steps() const { return rows_per_step() / micro_batch_rows; }
   bool timed() const { return run_by == "budget"; }

@@ -192,7 +192,8 @@ bool Run::step() {
   std::string bad;
   for (int64_t m = 0; m < micro_steps; ++m) {
     loader_->next_batch(inputs_, targets_);
-    const double loss = model_->forward(inputs_.data(), targets_.data(), B, T);
+    double loss = model_->forward(inputs_.data(), targets_.data(), B, T);
+    if (step_number == r.debug_nan_loss_at_step && m == 0) loss = std::nan("");  // [debug] fault injection
     if (!std::isfinite(loss) && bad.empty()) bad = str("the loss of micro-batch ", m + 1, " is ", loss);
     model_->backward(1.0 / static_cast<double>(micro_steps));
     loss_sum += loss;
@@ -358,6 +359,7 @@ TrainResult Run::execute() {
       break;
     }
     if (!clock_running_ && startup_watch_.seconds() > r.startup_cap_seconds) {
+      progress_.startup_seconds += startup_watch_.seconds();  // the evidence of the time check
       result_.error = str("startup passed the cap of ", fixed(r.startup_cap_seconds, 1),
                           " s before the clock started (run.startup_cap_seconds)");
       result_.stop_reason = "startup_cap";

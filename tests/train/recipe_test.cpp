@@ -66,5 +66,15 @@ TEST(Recipe, HashFollowsEveryField) {
   EXPECT_EQ(recipe_hash(a), recipe_hash(c));  // stating a default changes nothing
 }
 
+TEST(Recipe, DebugFaultInjectionIsRecordedOnlyWhenSet) {
+  Recipe plain;
+  EXPECT_FALSE(to_json(plain).contains("debug"));  // recipes without it keep their hashes
+  Recipe nan = parse_recipe("[debug]\nnan_loss_at_step = 3\n", "nan.toml");
+  EXPECT_EQ(nan.debug_nan_loss_at_step, 3);
+  EXPECT_EQ(to_json(nan)["debug"]["nan_loss_at_step"], 3);
+  EXPECT_NE(recipe_hash(plain), recipe_hash(nan));
+  EXPECT_NE(error_of("[debug]\nnan_loss_at_step = -1\n").find("debug.nan_loss_at_step"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ct

@@ -1,4 +1,6 @@
-#include "lab/child_process.h"
+#include "util/child_process.h"
+
+#include <poll.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -6,12 +8,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 #include "util/clock.h"
 #include "util/error.h"
 
-namespace ct::lab {
+namespace ct {
 
 namespace {
 
@@ -20,26 +23,42 @@ namespace {
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
-  std::fprintf(stderr, "clocktrain lab: cannot run %s: %s\n", argv[0].c_str(), std::strerror(errno));
+  std::fprintf(stderr, "clocktrain: cannot run %s: %s\n", argv[0].c_str(), std::strerror(errno));
   ::_exit(127);
 }
 
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("waiting for the child process: ", std::strerror(errno));
-  }
+int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
 }
 
+// Waits for the child; past `deadline` (monotonic seconds, 0 = none) it is killed first.
+int wait_for(pid_t pid, double deadline, bool& timed_out) {
+  int status = 0;
+  while (true) {
+    const pid_t got = ::waitpid(pid, &status, deadline > 0 ? WNOHANG : 0);
+    if (got == pid) return exit_code_of(status);
+    if (got < 0 && errno != EINTR) fail("waiting for the child process: ", std::strerror(errno));
+    if (got == 0) {  // still running (WNOHANG)
+      if (monotonic_seconds() >= deadline) {
+        ::kill(pid, SIGKILL);
+        timed_out = true;
+        deadline = 0;  // now wait for it to go
+      } else {
+        ::usleep(20000);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_bytes) {
+ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_bytes, double timeout_seconds) {
   check(!argv.empty(), "no command to run");
   ChildResult result;
   result.started_unix = unix_seconds();
+  const double deadline = timeout_seconds > 0 ? monotonic_seconds() + timeout_seconds : 0.0;
   std::fflush(stdout);
   std::fflush(stderr);
   int pipe_fds[2] = {-1, -1};
@@ -73,6 +92,14 @@ ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_
     ::close(pipe_fds[1]);
     char buffer[4096];
     while (true) {
+      if (deadline > 0) {
+        // Read only while the child has time left; the wait below kills it once it has none.
+        pollfd fd{pipe_fds[0], POLLIN, 0};
+        const double left = deadline - monotonic_seconds();
+        if (left <= 0) break;
+        const int ready = ::poll(&fd, 1, static_cast<int>(std::min(left, 0.1) * 1000.0) + 1);
+        if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+      }
       ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
@@ -86,7 +113,7 @@ ChildResult run_child(const std::vector<std::string>& argv, size_t capture_tail_
     if (result.output_tail.size() > capture_tail_bytes)
       result.output_tail.erase(0, result.output_tail.size() - capture_tail_bytes);
   }
-  result.exit_code = wait_for(pid);
+  result.exit_code = wait_for(pid, deadline, result.timed_out);
   ::sigaction(SIGINT, &old_interrupt, nullptr);
   ::sigaction(SIGQUIT, &old_quit, nullptr);
   result.finished_unix = unix_seconds();
@@ -120,4 +147,4 @@ std::filesystem::path current_executable() {
   return path;
 }
 
-}  // namespace ct::lab
+}  // namespace ct

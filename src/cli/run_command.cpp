@@ -1,0 +1,97 @@
+// clocktrain run RECIPE: prepare, train against the clock, evaluate in a separate process, judge
+// by the gate, write result.json and report.html (docs/run.md; the steps are harness/run_pipeline.h).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "harness/gate.h"
+#include "harness/run_pipeline.h"
+#include "util/child_process.h"
+#include "util/data_dir.h"
+#include "util/error.h"
+
+namespace ct::cli {
+
+namespace {
+
+// The exit status of a run whose gate failed (1 is an error before or outside the run).
+constexpr int kGateFailedExitCode = 3;
+
+struct RunArgs {
+  std::string recipe, data, out, cache = kDefaultCacheDir;
+  double budget = 0;
+  int64_t seed = -1;
+  int threads = -1;
+  int round = 1;
+  bool core = false;
+  int64_t max_per_task = 0;
+  double core_timeout = 3600;
+  int64_t shard_tokens = RunPipelineOptions{}.shard_tokens;
+  int64_t heldout_tokens = RunPipelineOptions{}.heldout_tokens;
+  bool no_progress = false;
+};
+
+void run_run(const RunArgs& a, bool budget_given) {
+  RunPipelineOptions o;
+  o.recipe_path = a.recipe;
+  if (budget_given) o.budget_seconds = a.budget;
+  if (a.seed >= 0) o.seed = static_cast<uint64_t>(a.seed);
+  if (a.threads >= 0) o.threads = a.threads;
+  o.data_dir = resolve_data_dir(a.data);
+  o.out_dir = a.out;
+  o.cache_dir = a.cache;
+  o.round = a.round;
+  o.core = a.core;
+  o.core_max_per_task = a.max_per_task;
+  o.core_timeout_seconds = a.core_timeout;
+  o.evaluator_binary = current_executable();
+  o.shard_tokens = a.shard_tokens;
+  o.heldout_tokens = a.heldout_tokens;
+  o.progress = !a.no_progress;
+  const RunOutcome outcome = run_pipeline(o, std::cout);
+  std::cout << gate_summary(outcome.result);
+  for (const auto& note : outcome.notes) std::cout << "note: " << note << "\n";
+  std::cout << "result: " << outcome.result_path.string() << "\n";
+  if (!outcome.report_path.empty()) std::cout << "report: " << outcome.report_path.string() << "\n";
+  std::cout << std::flush;
+  if (!outcome.result.gate.eligible) {
+    std::string failed;
+    for (const auto& name : outcome.result.gate.failed_checks()) failed += (failed.empty() ? "" : ", ") + name;
+    std::fprintf(stderr, "clocktrain run: the gate failed: %s (evidence in %s)\n", failed.c_str(),
+                 outcome.result_path.c_str());
+    throw CLI::RuntimeError(kGateFailedExitCode);
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run", "The timed run: prepare data, train against the clock, evaluate, gate, result.json (docs/run.md)");
+  cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
+  auto* budget = cmd->add_option("--budget", args->budget,
+                                 "Training-clock budget in seconds: a timed run (default: the recipe's; round 2: 4 h)");
+  cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)");
+  cmd->add_option("--threads", args->threads, "CPU threads (default: every core, as the gate requires)");
+  cmd->add_option("--data", args->data, "The shipped data folder: corpus/, val/, eval_bundle/ (default: $CLOCKTRAIN_DATA or ../shared/data)");
+  cmd->add_option("--out", args->out, "Run folder (default runs/<recipe>-<UTC time>)");
+  cmd->add_option("--cache", args->cache, "Folder of prepared data, one sub-folder per content hash")->capture_default_str();
+  cmd->add_flag("--core", args->core, "Also evaluate CORE (always in round 2)");
+  cmd->add_option("--round", args->round, "Competition round: 1 (val_bpb) or 2 (4 h, every device, CORE)")
+      ->check(CLI::IsMember({1, 2}))
+      ->capture_default_str();
+  cmd->add_option("--max-per-task", args->max_per_task, "CORE: the first N shuffled rows of each task (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--core-timeout", args->core_timeout, "Round 2: seconds CORE may take before the gate fails")
+      ->capture_default_str();
+  cmd->add_option("--shard-tokens", args->shard_tokens, "Preparation: tokens per shard")->capture_default_str();
+  cmd->add_option("--heldout-tokens", args->heldout_tokens, "Preparation: tokens held out for the trainer's loss")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", args->no_progress, "No status lines on the terminal");
+  cmd->callback([args, budget] { run_run(*args, budget->count() > 0); });
+}
+
+}  // namespace ct::cli

@@ -1,0 +1,273 @@
+#include "harness/run_pipeline.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "harness/data_cache.h"
+#include "harness/environment.h"
+#include "harness/evaluation_step.h"
+#include "harness/gate.h"
+#include "harness/metrics.h"
+#include "harness/report.h"
+#include "harness/text_format.h"
+#include "model/checkpoint.h"
+#include "train/recipe.h"
+#include "train/trainer.h"
+#include "util/clock.h"
+#include "util/data_dir.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/read_guard.h"
+#include "util/sha256.h"
+
+namespace ct {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// The recipe as this run resolves it: the file, then the command line and the round's rules.
+Recipe resolve_recipe(const RunPipelineOptions& o) {
+  Recipe r = load_recipe(o.recipe_path);
+  if (o.budget_seconds) {
+    r.run_by = "budget";
+    r.budget_seconds = *o.budget_seconds;
+  } else if (o.round == 2) {
+    r.run_by = "budget";
+    r.budget_seconds = kRound2BudgetSeconds;
+  }
+  if (o.seed) r.seed = *o.seed;
+  if (o.threads) r.threads = *o.threads;
+  r.validate(o.recipe_path.string() + " (with the options of clocktrain run)");
+  return r;
+}
+
+struct Training {
+  TrainResult result;
+  bool returned = false;  // train() returned (it did not throw in set-up)
+  std::string error;      // the trainer's error, thrown or returned
+};
+
+Training run_training(const Recipe& recipe, const PreparedData& prepared, const fs::path& run_dir, bool progress,
+                      ReadGuard& guard, std::ostream& log) {
+  Training t;
+  TrainOptions options;
+  options.recipe = recipe;
+  options.data_dir = prepared.dir;
+  options.out_dir = run_dir;
+  options.progress_line = progress;
+  options.read_guard = &guard;
+  log << "train: recipe " << recipe.name << " (" << recipe_hash(recipe).substr(0, 12) << "), "
+      << (recipe.timed() ? str("budget ", format_seconds(recipe.budget_seconds)) : str(recipe.steps, " steps"))
+      << ", into " << run_dir.string() << "\n"
+      << std::flush;
+  try {
+    t.result = train(options);
+    t.returned = true;
+    t.error = t.result.error;
+  } catch (const std::exception& e) {
+    t.error = e.what();
+  }
+  if (t.returned)
+    log << "train: stopped (" << t.result.stop_reason << ") after " << t.result.steps << " steps, " << t.result.tokens
+        << " tokens, clock " << format_seconds(t.result.train_clock_seconds) << " (startup "
+        << format_seconds(t.result.startup_seconds) << ")\n";
+  if (!t.error.empty()) log << "train: FAILED: " << t.error << "\n";
+  log << std::flush;
+  return t;
+}
+
+TrainEvidence train_evidence(const Recipe& recipe, const Training& t, const ReadGuard& guard,
+                             std::optional<int64_t> logged_nonfinite) {
+  TrainEvidence e;
+  const TrainResult& r = t.result;
+  e.train_clock_seconds = r.train_clock_seconds;
+  e.budget_seconds = recipe.budget_seconds;  // a run by steps is judged against its recipe's budget too
+  e.startup_seconds = r.startup_seconds;
+  e.startup_cap_seconds = recipe.startup_cap_seconds;
+  e.nonfinite_loss_events = std::max<int64_t>(logged_nonfinite.value_or(0), r.nonfinite_steps);
+  e.backend = r.backend;
+  if (r.backend == "cpu") {
+    e.threads_used = r.threads;
+    e.cores_available = r.available_cores;
+  }
+  // Device backends: devices_used / devices_present stay 0 until the trainer reports them, and the
+  // full_machine check fails for want of evidence.
+  for (const auto& [name, sha] : r.shards_read) e.shards_read.push_back({name, sha});
+  e.files_opened = guard.opened();
+  e.refused_opens = guard.refused();
+  // The pipeline never resumes: a trainer that returned initialised the weights from the seed.
+  if (t.returned && r.resumed_from.empty()) e.init = InitSource::from_seed(r.seed);
+  return e;
+}
+
+DataPins data_pins(const PreparedData& prepared, const ReadGuard& guard) {
+  DataPins pins;
+  pins.manifest_sha256 = prepared.pinned_manifest_sha256;
+  for (const auto& s : prepared.pinned.shards) pins.shard_sha256[s.name] = s.sha256;
+  for (const auto& root : guard.forbidden_roots()) pins.forbidden_roots.push_back(root.path.string());
+  return pins;
+}
+
+}  // namespace
+
+RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
+  // Set-up: everything that can be refused before any compute is spent.
+  GateRules rules = rules_for_round(o.round);
+  rules.core_timeout_seconds = o.core_timeout_seconds;
+  check(o.core_timeout_seconds > 0, "--core-timeout: expected a positive number of seconds, got ",
+        o.core_timeout_seconds);
+  const Recipe recipe = resolve_recipe(o);
+  const std::string recipe_text = read_file(o.recipe_path);
+  const bool core = o.core || o.round == 2;
+  const DataLayout layout{o.data_dir};
+  check(fs::is_directory(layout.val()), layout.val().string(),
+        ": missing: the evaluator scores val_bpb on the pinned validation documents (--data names the data folder)");
+  if (core) check(fs::is_directory(layout.eval_bundle()), layout.eval_bundle().string(), ": missing: CORE needs the eval bundle");
+  check(!o.evaluator_binary.empty(), "run: the evaluator binary was not given");
+  RunOutcome out;
+  out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_timestamp()) : o.out_dir;
+  for (const char* name : {kResultFileName, kMetricsFileName})
+    check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
+          ": the run folder already holds a run; choose a new --out");
+  log << "run: " << recipe.name << ", round " << o.round << ", " << out.run_dir.string() << "\n" << std::flush;
+
+  // 1. Data.
+  DataCacheSettings cache;
+  cache.data_dir = o.data_dir;
+  cache.cache_dir = o.cache_dir;
+  cache.vocab_size = static_cast<int32_t>(recipe.model.vocab_size);
+  cache.shard_tokens = o.shard_tokens;
+  cache.heldout_tokens = o.heldout_tokens;
+  cache.threads = recipe.threads;
+  cache.progress = o.progress;
+  const PreparedData prepared = ensure_prepared_data(cache, log);
+  try {
+    const std::string now = manifest_file_sha256(prepared.dir);
+    if (now != prepared.pinned_manifest_sha256)
+      out.notes.push_back(str(prepared.dir.string(), "/manifest.json changed after preparation (sha256 ",
+                              now.substr(0, 12), ", pinned ", prepared.pinned_manifest_sha256.substr(0, 12), ")"));
+  } catch (const std::exception& e) {
+    out.notes.push_back(e.what());
+  }
+
+  ensure_directory(out.run_dir);
+  write_file_atomic(out.run_dir / kRecipeCopyFileName, recipe_text);
+
+  // 2. Training, every file it opens admitted by the guard.
+  ReadGuard guard;
+  guard.forbid_pinned_evaluation_data(layout);
+  for (const auto& s : prepared.pinned.shards_of("val"))
+    guard.forbid(prepared.dir / s.name, "a shard of the pinned validation set");
+  const Training training = run_training(recipe, prepared, out.run_dir, o.progress, guard, log);
+  if (!training.error.empty()) out.notes.push_back("training: " + training.error);
+
+  // The checkpoint as saved, hashed before anything else can touch it.
+  const fs::path checkpoint = out.run_dir / "checkpoint";
+  std::string saved_sha256;
+  if (training.returned && !training.result.checkpoint_dir.empty() && fs::exists(checkpoint / kModelWeightsFile))
+    saved_sha256 = sha256_file(checkpoint / kModelWeightsFile);
+
+  // 3. The trusted evaluation, in separate processes.
+  EvaluationOutcome evaluation;
+  if (!saved_sha256.empty()) {
+    EvaluationStep step;
+    step.binary = o.evaluator_binary;
+    step.checkpoint_dir = checkpoint;
+    step.data_dir = o.data_dir;
+    step.out_dir = out.run_dir / "eval";
+    step.backend = recipe.backend;
+    step.threads = recipe.threads;
+    step.core = core;
+    step.core_max_per_task = o.core_max_per_task;
+    step.core_timeout_seconds = o.round == 2 ? o.core_timeout_seconds : 0.0;
+    evaluation = run_evaluation_step(step, log);
+  } else {
+    out.notes.push_back("no final checkpoint was saved, so nothing was evaluated");
+  }
+  for (const auto& n : evaluation.notes) out.notes.push_back("evaluation: " + n);
+  evaluation.evidence.saved_checkpoint_sha256 = saved_sha256;
+
+  // 4. The gate, from the trainer's log, the guard's record and the evaluator's output.
+  std::optional<int64_t> logged_nonfinite;
+  if (fs::exists(out.run_dir / kMetricsFileName)) {
+    try {
+      const MetricsLog metrics = read_metrics_file(out.run_dir / kMetricsFileName);
+      logged_nonfinite = count_nonfinite_losses(metrics);
+      evaluation.evidence.trainer_last_train_loss = last_train_loss(metrics);
+      evaluation.evidence.trainer_last_heldout_loss = last_heldout_loss(metrics);
+    } catch (const std::exception& e) {
+      out.notes.push_back(e.what());
+    }
+  }
+  const TrainEvidence train_ev = train_evidence(recipe, training, guard, logged_nonfinite);
+  const DataPins pins = data_pins(prepared, guard);
+
+  RunResult& r = out.result;
+  r.name = recipe.name;
+  r.recipe = {o.recipe_path.string(), recipe_hash(recipe), to_json(recipe)};
+  r.seed = recipe.seed;
+  r.round = o.round;
+  r.parameters = training.result.parameters;
+  r.budget_seconds = recipe.budget_seconds;
+  r.train_clock_seconds = training.result.train_clock_seconds;
+  r.startup_seconds = training.result.startup_seconds;
+  r.startup_cap_seconds = recipe.startup_cap_seconds;
+  r.steps = training.result.steps;
+  r.tokens = training.result.tokens;
+  if (evaluation.evidence.val_bpb && std::isfinite(*evaluation.evidence.val_bpb)) r.val_bpb = *evaluation.evidence.val_bpb;
+  r.val = evaluation.val;
+  r.core = evaluation.core;
+  r.gate = run_gate(train_ev, evaluation.evidence, pins, rules);
+  r.data.manifest_sha256 = prepared.pinned_manifest_sha256;
+  r.data.shards_read = train_ev.shards_read;
+  r.binary = current_binary();
+  const std::string backend = training.result.backend.empty() ? recipe.backend : training.result.backend;
+  if (backend == "cpu") {
+    r.device = describe_cpu_device(training.result.threads);
+  } else {
+    r.device = {backend, training.result.device_description, 1, training.result.threads};
+  }
+  r.environment = capture_environment();
+  r.run_dir = out.run_dir.string();
+  r.created_unix = unix_seconds();
+  r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
+  r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
+  r.extra["notes"] = out.notes;
+
+  // 5. The records.
+  out.result_path = out.run_dir / kResultFileName;
+  write_result_file(out.result_path, r);
+  try {
+    out.report_path = write_run_report(out.run_dir);
+  } catch (const std::exception& e) {
+    out.notes.push_back(str("report: ", e.what()));
+  }
+  return out;
+}
+
+std::string gate_summary(const RunResult& r) {
+  std::string s = str("val_bpb ", r.val_bpb ? format_fixed(*r.val_bpb, 4) : std::string("n/a"));
+  if (r.core) s += str("  ", r.core->label, " ", format_fixed(r.core->core, 4));
+  s += str("  (", r.steps, " steps, ", r.tokens, " tokens, clock ", format_seconds(r.train_clock_seconds), " of ",
+           format_seconds(r.budget_seconds), ")\n");
+  for (const auto& c : r.gate.checks)
+    s += str("gate ", c.passed ? "PASS " : "FAIL ", c.name, ": ", c.evidence, "\n");
+  s += r.gate.eligible ? "gate: eligible\n" : str("gate: NOT eligible: failed ", [&] {
+    std::string names;
+    for (const auto& n : r.gate.failed_checks()) names += (names.empty() ? "" : ", ") + n;
+    return names;
+  }(), "\n");
+  return s;
+}
+
+}  // namespace ct

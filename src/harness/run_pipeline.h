@@ -1,0 +1,54 @@
+#pragma once
+// `clocktrain run RECIPE` (docs/run.md, harness.md): the whole timed run and its verdict.
+//   1. the tokenizer and shards, from the training corpus only, cached by content (data_cache.h);
+//   2. the trainer against the clock into RUN_DIR, every file it opens admitted by a read guard
+//      that refuses DATA/val and DATA/eval_bundle; the final checkpoint hashed right after saving;
+//   3. the trusted evaluators as separate processes on that checkpoint (evaluation_step.h);
+//   4. the gate (gate.h) on the evidence of all three;
+//   5. RUN_DIR/result.json (atomic) and RUN_DIR/report.html.
+// A failed step is recorded, not thrown: result.json is written whenever the run folder could be
+// made, and its gate says what failed. Set-up errors (recipe, options, data) throw ct::Error before
+// anything is written.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/result.h"
+
+namespace ct {
+
+inline constexpr const char* kDefaultCacheDir = "runs/cache";
+
+struct RunPipelineOptions {
+  std::filesystem::path recipe_path;
+  std::optional<double> budget_seconds;  // a timed run of this budget (round 2 default: 4 h)
+  std::optional<uint64_t> seed;
+  std::optional<int> threads;            // default: every core (the gate's full_machine)
+  std::filesystem::path data_dir;        // the shipped data: corpus/, val/, eval_bundle/
+  std::filesystem::path out_dir;         // RUN_DIR; default runs/<recipe>-<UTC time>
+  std::filesystem::path cache_dir = kDefaultCacheDir;
+  int round = 1;
+  bool core = false;                     // round 2 always runs CORE
+  int64_t core_max_per_task = 0;
+  double core_timeout_seconds = 3600;    // round 2: CORE past this fails the gate
+  std::filesystem::path evaluator_binary;  // the clocktrain binary that runs `eval`
+  int64_t shard_tokens = 10'000'000;     // preparation settings (part of the cache key)
+  int64_t heldout_tokens = 1'000'000;
+  bool progress = true;
+};
+
+struct RunOutcome {
+  RunResult result;
+  std::filesystem::path run_dir, result_path, report_path;
+  std::vector<std::string> notes;  // what went wrong along the way (also in result.json's notes)
+};
+
+RunOutcome run_pipeline(const RunPipelineOptions& options, std::ostream& log);
+
+// The lines printed at the end: val_bpb (and CORE), then one line per gate check.
+std::string gate_summary(const RunResult& result);
+
+}  // namespace ct

@@ -1,0 +1,226 @@
+// clocktrain run: a normal run passes every gate check and writes result.json and report.html; each
+// check fails when its rule is broken; the prepared data is cached.
+#include <cmath>
+#include <functional>
+
+#include "harness/xml_check.h"
+#include "run/run_test_support.h"
+#include "util/json.h"
+#include "util/sha256.h"
+
+namespace ct::test {
+namespace {
+
+constexpr int kGateFailed = 3;
+
+size_t folders_in(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+fs::path only_cache_entry(const fs::path& cache) {
+  for (const auto& e : fs::directory_iterator(cache))
+    if (e.is_directory()) return e.path();
+  return {};
+}
+
+TEST(Run, NormalRunPassesEveryCheckAndTheSecondRunReusesThePreparedData) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto first = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("data: preparing"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("gate: eligible"), std::string::npos) << first.output;
+
+  const RunResult r = read_result_file(tmp / "run1");  // validates every field and the gate's consistency
+  EXPECT_TRUE(r.gate.eligible);
+  ASSERT_EQ(r.gate.checks.size(), 5u);
+  const std::vector<std::string> order = {"time", "valid_score", "trusted_evaluation", "full_machine", "data"};
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(r.gate.checks[i].name, order[i]);
+    EXPECT_TRUE(r.gate.checks[i].passed) << r.gate.checks[i].name << ": " << r.gate.checks[i].evidence;
+  }
+  ASSERT_TRUE(r.val_bpb.has_value());
+  EXPECT_TRUE(std::isfinite(*r.val_bpb) && *r.val_bpb > 0);
+  EXPECT_EQ(r.steps, 12);
+  EXPECT_FALSE(r.data.shards_read.empty());
+  EXPECT_NE(check_named(r, "trusted_evaluation").evidence.find("a separate process"), std::string::npos);
+  EXPECT_NE(check_named(r, "data").evidence.find("weights initialised from seed 42"), std::string::npos);
+
+  // The score is the evaluator's own output, read back from the file it wrote.
+  const Json bpb = read_json_file(tmp / "run1" / "eval" / "bpb.json");
+  EXPECT_DOUBLE_EQ(bpb["val_bpb"].get<double>(), *r.val_bpb);
+  EXPECT_EQ(bpb["checkpoint_sha256"].get<std::string>(), sha256_file(tmp / "run1" / "checkpoint" / "model.safetensors"));
+  for (const auto& f : bpb["files_read"]) {
+    const std::string path = f.get<std::string>();
+    EXPECT_TRUE(path.find("/checkpoint/") != std::string::npos || path.find("/data/val/") != std::string::npos) << path;
+  }
+
+  const std::string html = read_file(tmp / "run1" / "report.html");
+  EXPECT_NE(html.find("trusted_evaluation"), std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp / "run1" / "recipe.toml"));
+
+  // The second run finds the data prepared: no new cache folder, the same pinned manifest.
+  const fs::path prepared = only_cache_entry(tmp / "cache");
+  const auto manifest_time = fs::last_write_time(prepared / "manifest.json");
+  auto second = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("data: reusing the prepared data"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("data: preparing"), std::string::npos);
+  EXPECT_EQ(folders_in(tmp / "cache"), 1u);
+  EXPECT_EQ(fs::last_write_time(prepared / "manifest.json"), manifest_time);
+  const RunResult r2 = read_result_file(tmp / "run2");
+  EXPECT_EQ(r2.data.manifest_sha256, r.data.manifest_sha256);
+
+  // A run folder that holds a run is refused before anything runs.
+  auto again = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1");
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.output.find("already holds a run"), std::string::npos) << again.output;
+
+  // Last: xml_problem's scratch folder has this test's name, and removes ours with it.
+  EXPECT_EQ(xml_problem(html), "");
+}
+
+TEST(Run, AnInjectedNaNFailsValidScore) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "nan.toml", "nan_policy = \"skip\"", "[debug]\nnan_loss_at_step = 5\n");
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "run");
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  EXPECT_NE(run.output.find("the gate failed: valid_score"), std::string::npos) << run.output;
+  const RunResult r = read_result_file(tmp / "run");
+  EXPECT_FALSE(r.gate.eligible);
+  EXPECT_FALSE(check_named(r, "valid_score").passed);
+  EXPECT_NE(check_named(r, "valid_score").evidence.find("NaN or Inf loss value(s) during training"), std::string::npos)
+      << check_named(r, "valid_score").evidence;
+  // The rest of the run was sound: the step was skipped, the checkpoint evaluated.
+  EXPECT_TRUE(r.val_bpb.has_value());
+  for (const char* name : {"time", "trusted_evaluation", "full_machine", "data"})
+    EXPECT_TRUE(check_named(r, name).passed) << name << ": " << check_named(r, name).evidence;
+}
+
+TEST(Run, ABudgetOverrunFailsTime) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  // A run by steps is judged against its recipe's budget: 12 steps take longer than 1 ms.
+  const fs::path recipe = write_run_recipe(tmp / "over.toml", "budget_seconds = 0.001");
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "run");
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  EXPECT_NE(run.output.find("gate FAIL time"), std::string::npos) << run.output;
+  const RunResult r = read_result_file(tmp / "run");
+  EXPECT_FALSE(check_named(r, "time").passed);
+  EXPECT_NE(check_named(r, "time").evidence.find(" > budget"), std::string::npos) << check_named(r, "time").evidence;
+  EXPECT_TRUE(check_named(r, "valid_score").passed);
+}
+
+TEST(Run, AStartupOverTheCapFailsTime) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "slow.toml", "startup_cap_seconds = 0.000001");
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "run");
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  const RunResult r = read_result_file(tmp / "run");
+  EXPECT_FALSE(check_named(r, "time").passed);
+  EXPECT_NE(check_named(r, "time").evidence.find(" > cap"), std::string::npos) << check_named(r, "time").evidence;
+  // The trainer stopped before saving a checkpoint: nothing was evaluated, and the gate says so.
+  EXPECT_FALSE(r.val_bpb.has_value());
+  EXPECT_FALSE(check_named(r, "trusted_evaluation").passed);
+  EXPECT_EQ(r.extra["train_stop"]["reason"], "startup_cap");
+}
+
+// Runs once to fill the cache, then changes the prepared folder with `tamper` and runs again.
+RunResult run_after_tampering(const TempDir& tmp, const std::function<void(const fs::path&, const fs::path&)>& tamper,
+                              CommandResult& second) {
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto first = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1");
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  tamper(only_cache_entry(tmp / "cache"), data);
+  second = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2");
+  return read_result_file(tmp / "run2");
+}
+
+TEST(Run, AShardOutsideThePinnedManifestFailsData) {
+  TempDir tmp;
+  CommandResult run;
+  // The cached folder's train shard is renamed, in its manifest too, after preparation: the trainer
+  // reads a shard the pinned manifest (prepared.json) does not list.
+  const RunResult r = run_after_tampering(
+      tmp,
+      [](const fs::path& prepared, const fs::path&) {
+        Json m = read_json_file(prepared / "manifest.json");
+        for (auto& s : m["shards"])
+          if (s["name"] == "train_000.bin") s["name"] = "train_900.bin";
+        write_file_atomic(prepared / "manifest.json", m.dump(2));
+        fs::rename(prepared / "train_000.bin", prepared / "train_900.bin");
+      },
+      run);
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  EXPECT_NE(run.output.find("manifest.json changed after preparation"), std::string::npos) << run.output;
+  EXPECT_FALSE(check_named(r, "data").passed);
+  EXPECT_NE(check_named(r, "data").evidence.find("train_900.bin is not in the manifest"), std::string::npos)
+      << check_named(r, "data").evidence;
+  EXPECT_TRUE(check_named(r, "valid_score").passed);
+}
+
+TEST(Run, ATrainerReadOfTheValidationFolderIsRefusedAndFailsData) {
+  TempDir tmp;
+  CommandResult run;
+  // The cached train shard becomes a link to an identical copy inside DATA/val: without the guard
+  // the trainer would read it (its bytes match the manifest); the guard refuses it.
+  const RunResult r = run_after_tampering(
+      tmp,
+      [](const fs::path& prepared, const fs::path& data) {
+        fs::copy_file(prepared / "train_000.bin", data / "val" / "train_000.bin");
+        fs::remove(prepared / "train_000.bin");
+        fs::create_symlink(fs::absolute(data / "val" / "train_000.bin"), prepared / "train_000.bin");
+      },
+      run);
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  const GateCheck& d = check_named(r, "data");
+  EXPECT_FALSE(d.passed);
+  EXPECT_NE(d.evidence.find("the trainer tried to open 1 forbidden file(s)"), std::string::npos) << d.evidence;
+  EXPECT_NE(d.evidence.find("/val/train_000.bin"), std::string::npos) << d.evidence;
+  EXPECT_NE(r.extra["train_stop"]["error"].get<std::string>().find("validation"), std::string::npos)
+      << r.extra["train_stop"]["error"];
+}
+
+TEST(Run, DataIsNeverPreparedFromTheValidationFolder) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  fs::remove_all(data / "corpus");
+  fs::create_directory_symlink(fs::absolute(data / "val"), data / "corpus");
+  auto run = clocktrain_run(write_run_recipe(tmp / "toy.toml"), data, tmp / "cache", tmp / "run");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("inside the validation set"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(tmp / "run" / "result.json"));
+}
+
+TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path(), /*with_core=*/true);
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto ok = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1", "--round 2 --budget 1");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  const RunResult r = read_result_file(tmp / "run1");
+  EXPECT_EQ(r.round, 2);
+  EXPECT_EQ(r.budget_seconds, 1.0);
+  ASSERT_TRUE(r.core.has_value());
+  ASSERT_EQ(r.gate.checks.size(), 6u);
+  EXPECT_EQ(r.gate.checks[5].name, "core_time");
+  EXPECT_TRUE(r.gate.checks[5].passed) << r.gate.checks[5].evidence;
+  EXPECT_NE(check_named(r, "trusted_evaluation").evidence.find("val_bpb and CORE"), std::string::npos);
+
+  auto late = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2", "--round 2 --budget 1 --core-timeout 0.001");
+  EXPECT_EQ(late.exit_code, kGateFailed) << late.output;
+  EXPECT_NE(late.output.find("the gate failed: core_time"), std::string::npos) << late.output;
+  const RunResult r2 = read_result_file(tmp / "run2");
+  EXPECT_FALSE(check_named(r2, "core_time").passed);
+  EXPECT_NE(check_named(r2, "core_time").evidence.find("CORE did not finish"), std::string::npos);
+  EXPECT_TRUE(check_named(r2, "valid_score").passed);
+}
+
+}  // namespace
+}  // namespace ct::test
