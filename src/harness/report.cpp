@@ -324,7 +324,7 @@ std::string events_section(const MetricsLog& m) {
   for (size_t i = 0; i < m.events.size() && i < kMaxEventsShown; ++i) {
     const auto& e = m.events[i];
     out += "<tr><td class=\"num\">" + esc(format_count(e.step)) + "</td><td class=\"num\">" +
-           esc(format_duration(e.clock_seconds)) + "</td><td class=\"mono\">" + esc(e.event) + "</td><td>" +
+           esc(format_duration(e.clock_seconds)) + "</td><td class=\"name\">" + esc(e.event) + "</td><td>" +
            esc(e.detail) + "</td></tr>";
   }
   out += "</tbody></table>";
@@ -409,9 +409,14 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out) {
   check(fs::is_regular_file(metrics, ec), metrics.string(), ": missing (every run folder has the trainer's log)");
   in.metrics = read_metrics_file(metrics);
   fs::path result = run_dir / kResultFileName;
-  if (fs::exists(result, ec))
+  if (fs::exists(result, ec)) {
     in.result = read_result_file(result);
-  else
+    // What `clocktrain run` noted on the way (docs/run-records.md: notes), shown at the top.
+    const Json& extra = in.result->extra;
+    if (extra.contains("notes") && extra.at("notes").is_array())
+      for (const auto& n : extra.at("notes"))
+        if (n.is_string()) in.notes.push_back(n.get<std::string>());
+  } else
     in.notes.push_back("result.json is missing: the run is in progress, failed before evaluation, or was killed.");
   fs::path recipe = run_dir / kRecipeCopyFileName;
   if (fs::is_regular_file(recipe, ec)) in.recipe_text = read_file(recipe);

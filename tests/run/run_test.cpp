@@ -128,6 +128,8 @@ TEST(Run, AStartupOverTheCapFailsTime) {
   EXPECT_FALSE(r.val_bpb.has_value());
   EXPECT_FALSE(check_named(r, "trusted_evaluation").passed);
   EXPECT_EQ(r.extra["train_stop"]["reason"], "startup_cap");
+  // The report shows what went wrong at the top.
+  EXPECT_NE(read_file(tmp / "run" / "report.html").find("no final checkpoint was saved"), std::string::npos);
 }
 
 // Runs once to fill the cache, then changes the prepared folder with `tamper` and runs again.
@@ -220,6 +222,31 @@ TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
   EXPECT_FALSE(check_named(r2, "core_time").passed);
   EXPECT_NE(check_named(r2, "core_time").evidence.find("CORE did not finish"), std::string::npos);
   EXPECT_TRUE(check_named(r2, "valid_score").passed);
+}
+
+// The contract of `clocktrain lab run`: it launches `clocktrain run RECIPE ... --out DIR` and records
+// DIR/result.json in its ledger.
+TEST(Run, LabRunRecordsARealRun) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto lab = [&](const std::string& args) {
+    return run_command("cd " + tmp.path().string() + " && taskset -c " + std::to_string(one_allowed_cpu()) + " " +
+                       clocktrain_bin() + " lab " + args);
+  };
+  const std::string ledger = " --ledger " + (tmp / "ledger.db").string();
+  auto propose = lab("propose --change 'n_layer 2 -> 3' --hypothesis 'deeper is better' --predict -0.01 "
+                     "--interval -0.02,0.0 --rule 'accept if mean(B) - mean(A) < -0.005 at 95%' "
+                     "--declare recipe.model.n_layer" + ledger);
+  ASSERT_EQ(propose.exit_code, 0) << propose.output;
+  auto check = lab("check 1" + ledger + " -- true");
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  auto run = lab("run 1 --arm A --rung probe" + ledger + " -- " + recipe.string() + " --data " + data.string() +
+                 " --cache cache --shard-tokens 20000 --heldout-tokens 2000 --no-progress");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("gate: eligible"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("run 1 recorded"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("gate eligible"), std::string::npos) << run.output;
 }
 
 }  // namespace
