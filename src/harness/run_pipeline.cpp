@@ -90,9 +90,10 @@ TrainEvidence train_evidence(const Recipe& recipe, const Training& t, const Read
                              std::optional<int64_t> logged_nonfinite) {
   TrainEvidence e;
   const TrainResult& r = t.result;
-  e.train_clock_seconds = r.train_clock_seconds;
+  // A trainer that threw reported no clock: missing evidence fails the time check (NaN is not <= anything).
+  e.train_clock_seconds = t.returned ? r.train_clock_seconds : std::nan("");
   e.budget_seconds = recipe.budget_seconds;  // a run by steps is judged against its recipe's budget too
-  e.startup_seconds = r.startup_seconds;
+  e.startup_seconds = t.returned ? r.startup_seconds : std::nan("");
   e.startup_cap_seconds = recipe.startup_cap_seconds;
   e.nonfinite_loss_events = std::max<int64_t>(logged_nonfinite.value_or(0), r.nonfinite_steps);
   e.backend = r.backend;

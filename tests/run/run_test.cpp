@@ -187,6 +187,8 @@ TEST(Run, ATrainerReadOfTheValidationFolderIsRefusedAndFailsData) {
   EXPECT_NE(d.evidence.find("/val/train_000.bin"), std::string::npos) << d.evidence;
   EXPECT_NE(r.extra["train_stop"]["error"].get<std::string>().find("validation"), std::string::npos)
       << r.extra["train_stop"]["error"];
+  // The trainer stopped with an error and reported no clock: the time check has no evidence and fails.
+  EXPECT_FALSE(check_named(r, "time").passed);
 }
 
 TEST(Run, DataIsNeverPreparedFromTheValidationFolder) {
