@@ -3,7 +3,8 @@ model.md), batch, optimizer (tests/python/reference_optim.py: clipping, Muon, Ad
 as bench/train_throughput_bench.cpp, on random tokens, timed step by step in float32.
 
 usage: torch_reference.py RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
-                                 [--micro-batch-rows N]
+                                 [--micro-batch-rows N] [--clock wall|cpu]
+--clock cpu times with the process's CPU clock (as the C++ bench does; meaningful with --threads 1).
 Prints a summary and one JSON line (prefix "json: ") with the median step time and tokens/s.
 A recipe file states only what differs from recipes/baseline.toml, whose values are the defaults.
 """
@@ -44,7 +45,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--tokens-per-step", type=int, default=0)
     ap.add_argument("--micro-batch-rows", type=int, default=0)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = ap.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     recipe = load_recipe(args.recipe)
     m = recipe["model"]
     if m.get("attention_layers") == "all":
@@ -80,22 +83,22 @@ def main():
     )
     steps, fwd_s, bwd_s, opt_s = [], [], [], []
     for s in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
+        t0 = clock()
         model.zero_grad(set_to_none=False)
         fwd = bwd = 0.0
         for _ in range(micro):
             x = torch.randint(0, cfg.vocab_size, (B, T), dtype=torch.int64)
             y = torch.randint(0, cfg.vocab_size, (B, T), dtype=torch.int64)
-            t = time.perf_counter()
+            t = clock()
             loss = model(x, y) / micro
-            fwd += time.perf_counter() - t
-            t = time.perf_counter()
+            fwd += clock() - t
+            t = clock()
             loss.backward()
-            bwd += time.perf_counter() - t
-        t = time.perf_counter()
+            bwd += clock() - t
+        t = clock()
         opt.step(1.0)
-        o_s = time.perf_counter() - t
-        total = time.perf_counter() - t0
+        o_s = clock() - t
+        total = clock() - t0
         kind = "warm-up" if s < args.warmup else "measured"
         print(f"{kind} step {s + 1}: {total:.3f} s (forward {fwd:.3f}, backward {bwd:.3f}, optimizer {o_s:.3f})",
               file=sys.stderr)
@@ -110,7 +113,9 @@ def main():
         "torch_version": torch.__version__,
         "recipe": recipe.get("name", "?"),
         "threads": threads,
+        "clock": args.clock,
         "tokens_per_step": tokens_per_step,
+        "recipe_tokens_per_step": recipe["batch"]["tokens_per_step"],
         "micro_batch_rows": B,
         "steps": args.steps,
         "step_seconds": step,

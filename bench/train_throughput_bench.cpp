@@ -3,11 +3,18 @@
 // step, next to the f32 GEMM peak measured in the same run through the same backend and library.
 //
 //   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
-//                                 [--micro-batch-rows N] [--backend NAME]
+//                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
+//
+// --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
+// one thread, that is close to what the step takes on an idle core (other programs' time slices are
+// not counted, their cache and memory traffic still is). With more threads it also counts OpenMP's
+// spin-waiting, so use it with --threads 1.
 //
 // Prints a human summary and one JSON line (prefix "json: ") with tokens/s, model FLOP/s (nanochat's
 // count: model/config.h flops_per_token), the GEMM peak and their ratio (MFU against the measured
 // peak), and the median seconds of each phase. bench/train_throughput.sh runs it next to PyTorch.
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +35,26 @@ namespace {
 
 using namespace ct;
 
+bool g_cpu_clock = false;
+
+// Seconds on the chosen clock: monotonic wall time, or the process's CPU time.
+double now_seconds() {
+  if (!g_cpu_clock) return monotonic_seconds();
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+class Timer {
+ public:
+  Timer() : start_(now_seconds()) {}
+  double seconds() const { return now_seconds() - start_; }
+  void restart() { start_ = now_seconds(); }
+
+ private:
+  double start_;
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -40,7 +67,7 @@ double gemm_peak(Backend& backend, int64_t n, int repeats) {
   backend.fill(b, 0.25);
   double best = 1e30;
   for (int r = 0; r <= repeats; ++r) {
-    Stopwatch w;
+    Timer w;
     backend.gemm(a, b, c, false, false);
     backend.synchronize();
     if (r > 0) best = std::min(best, w.seconds());
@@ -52,6 +79,7 @@ int run(int argc, char** argv) {
   check(argc >= 2, "usage: train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] "
                    "[--tokens-per-step N] [--micro-batch-rows N] [--backend NAME]");
   Recipe recipe = load_recipe(argv[1]);
+  const int64_t recipe_tokens_per_step = recipe.tokens_per_step;
   int threads = 0, steps = 5, warmup = 2;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -61,6 +89,7 @@ int run(int argc, char** argv) {
     else if (flag == "--tokens-per-step") recipe.tokens_per_step = std::stoll(value);
     else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
     else if (flag == "--backend") recipe.backend = value;
+    else if (flag == "--clock") g_cpu_clock = (value == "cpu");
     else fail("train_throughput_bench: unknown option ", flag);
   }
   recipe.threads = threads;
@@ -88,11 +117,11 @@ int run(int argc, char** argv) {
   std::vector<double> step_s, forward_s, backward_s, optimizer_s;
   for (int s = 0; s < warmup + steps; ++s) {
     double fwd = 0, bwd = 0;
-    Stopwatch step;
+    Timer step;
     model.zero_grad();
     for (int64_t m = 0; m < micro; ++m) {
       fill_batch();
-      Stopwatch w;
+      Timer w;
       model.forward(inputs.data(), targets.data(), B, T);
       backend->synchronize();
       fwd += w.seconds();
@@ -101,7 +130,7 @@ int run(int argc, char** argv) {
       backend->synchronize();
       bwd += w.seconds();
     }
-    Stopwatch w;
+    Timer w;
     const GradientCheck g = optimizer.check_gradients();
     optimizer.step(1.0, g.norm);
     backend->synchronize();
@@ -120,9 +149,10 @@ int run(int argc, char** argv) {
   const double tokens_per_second = static_cast<double>(recipe.tokens_per_step) / step_median;
   const double flops_per_second = recipe.model.flops_per_token() * tokens_per_second;
 
-  std::printf("%s: %lld tokens/step (%lld x %lld rows of %lld), %d threads, %s\n", recipe.name.c_str(),
+  std::printf("%s: %lld tokens/step (%lld x %lld rows of %lld), %d threads, %s clock, %s\n", recipe.name.c_str(),
               static_cast<long long>(recipe.tokens_per_step), static_cast<long long>(micro), static_cast<long long>(B),
-              static_cast<long long>(T), options.threads, backend->device_description().c_str());
+              static_cast<long long>(T), options.threads, g_cpu_clock ? "process-CPU" : "wall",
+              backend->device_description().c_str());
   std::printf("  step %.3f s (median of %d): forward %.3f, backward %.3f, optimizer %.3f\n", step_median, steps,
               median(forward_s), median(backward_s), median(optimizer_s));
   std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s (%.1f before, %.1f after): %.1f%% of peak\n",
@@ -131,7 +161,9 @@ int run(int argc, char** argv) {
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
          {"threads", options.threads},
+         {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},
+         {"recipe_tokens_per_step", recipe_tokens_per_step},
          {"micro_batch_rows", B},
          {"steps", steps},
          {"step_seconds", step_median},

@@ -27,10 +27,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The budget check: the next step may start only if the slowest of the last kStepTimeWindow steps,
-// times kStepTimeMargin, still ends within the budget (the margin absorbs a step slower than any
-// recent one; at the baseline's step times it costs well under 0.1% of the budget).
+// times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
-constexpr double kStepTimeMargin = 1.5;
 
 std::string format_duration(double seconds) {
   if (seconds < 0) seconds = 0;
@@ -173,7 +171,7 @@ double Run::progress() const {
 bool Run::budget_allows_next_step() const {
   if (recent_step_seconds_.empty()) return progress_.clock_seconds < recipe_.budget_seconds;
   const double estimate =
-      kStepTimeMargin * *std::max_element(recent_step_seconds_.begin(), recent_step_seconds_.end());
+      recipe_.step_time_margin * *std::max_element(recent_step_seconds_.begin(), recent_step_seconds_.end());
   return progress_.clock_seconds + estimate <= recipe_.budget_seconds;
 }
 

@@ -138,6 +138,7 @@ TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
   Recipe r = test::tiny_recipe();
   r.run_by = "budget";
   r.budget_seconds = 4.0;
+  r.step_time_margin = 2.0;  // tiny steps on a loaded machine vary a lot
   r.startup_steps = 2;
   r.eval_every_steps = 0;
   TrainResult result = train(options("timed", r));
@@ -167,10 +168,10 @@ TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
     const double before = train_rows[i]["clock_seconds"].get<double>() - train_rows[i]["step_seconds"].get<double>();
     EXPECT_NEAR(train_rows[i]["lr_factor"].get<double>(), lr_factor(r.schedule, before / r.budget_seconds), 1e-9) << i;
   }
-  // The run stopped because one more step (estimated at 1.5 x the slowest recent one) would pass the
-  // budget, so the last step started less than 2.5 x max_step before it: lr < 2.5 max_step / (0.2 budget).
+  // The run stopped because one more step (estimated at 2 x the slowest recent one) would pass the
+  // budget, so the last step started less than 3 x max_step before it: lr < 3 max_step / (0.2 budget).
   const double last_lr = train_rows.back()["lr_factor"].get<double>();
-  EXPECT_LT(last_lr, 2.5 * max_step / (0.2 * r.budget_seconds) + 1e-9) << "max step " << max_step;
+  EXPECT_LT(last_lr, 3.0 * max_step / (0.2 * r.budget_seconds) + 1e-9) << "max step " << max_step;
   std::cout << train_rows.size() << " steps, last lr factor " << last_lr << ", slowest step " << max_step << " s\n";
   bool clock_start = false;
   for (const Json& e : test::rows_of_kind(rows, "event"))
