@@ -19,13 +19,14 @@ namespace ct::simd {
 // exp(x) for 16 floats: x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split in two
 // parts so that r is exact), exp(r) by its degree-6 Taylor polynomial (truncation < 1.2e-7 relative
 // at |r| = ln2/2, about 1 ulp), then scaled by 2^n with vscalefps (which also gives 0 for very
-// negative x and inf above ~88.7). Inputs below -103 give 0.
+// negative x and inf above ~88.7). Inputs below -103 give 0; NaN gives NaN.
 inline __m512 exp(__m512 x) {
   const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
   const __m512 ln2_hi = _mm512_set1_ps(0.693145751953125f);
   const __m512 ln2_lo = _mm512_set1_ps(1.428606765330187045e-06f);
-  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
+  // vmaxps / vminps return their second operand when either is NaN: x goes second, so NaN stays NaN
+  x = _mm512_max_ps(_mm512_set1_ps(-103.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.8f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
   r = _mm512_fnmadd_ps(n, ln2_lo, r);
