@@ -165,6 +165,7 @@ int run(int argc, char** argv) {
               100.0 * flops_per_second / peak);
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
+         {"matmul_precision", recipe.matmul_precision},
          {"threads", options.threads},
          {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},
