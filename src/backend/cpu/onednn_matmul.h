@@ -6,10 +6,10 @@
 //   C[M,N] = alpha op(A) op(B) + beta C          (row-major, op(X) = X^T when the flag is set)
 //
 // oneDNN picks and JIT-compiles a kernel when a primitive is created (~0.1-1 ms), so primitives are
-// built once per (shape, transposes, leading dimensions, dtypes, beta, alpha != 1) and cached for the
-// life of the process: a training step reuses the same few dozen. alpha is a run-time argument (one
-// primitive serves every loss scale); beta is part of the primitive (a "sum" post-op), which is fine
-// because callers use beta 0 or 1.
+// built once per (shape, transposes, leading dimensions, dtypes, beta) and cached for the life of the
+// process: a training step reuses the same few dozen. beta is part of the primitive (a "sum" post-op),
+// which is fine because callers use beta 0 or 1. alpha != 1 is applied after the product, in one pass
+// over C (oneDNN 2.6 would run a scaled matmul on a slower non-AMX kernel).
 //
 // Thread use: the primitive runs on OpenMP's threads (Debian's libdnnl uses the OpenMP runtime), the
 // same pool as every other kernel; called from inside a parallel region it runs on the calling thread.
