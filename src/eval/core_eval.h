@@ -24,6 +24,8 @@ struct CoreOptions {
   std::vector<std::string> tasks;  // labels to evaluate; empty = every task whose data is present
   int64_t batch_tokens = 32768;    // tokens per scorer call (a question is never split)
   int64_t chunk_rows = 512;        // rows prepared (in parallel) before they are scored
+  bool reuse_prefixes = true;      // GPT scorer: run each question's shared prefix once (false: the
+                                   // plain path, every sequence in full; for checks and benchmarks)
   bool keep_rows = false;          // keep every row's prompts, tokens, spans and losses
   // Called after each scorer call: (task label, rows done, rows in the task).
   std::function<void(const std::string&, int64_t, int64_t)> progress;
