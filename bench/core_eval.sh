@@ -7,12 +7,14 @@
 #
 # usage: bench/core_eval.sh CHECKPOINT [MAX_PER_TASK ...]       (default MAX_PER_TASK: 500)
 # env:   BUILD=build/release  THREADS=0 (all cores)  MODES="prefix plain"  BPB=1  OUT=<temp dir>
+#        (the table: each task's wall and CPU seconds, the evaluator's own clocks; then the whole
+#        command's, from /usr/bin/time)
 #        BATCH_TOKENS=16384  DATA=<data dir, else $CLOCKTRAIN_DATA or ../shared/data>
 # e.g.   bench/core_eval.sh runs/ckpt 500 0        (500 per task, then the full CORE-21)
 #        MODES=prefix BPB=0 bench/core_eval.sh runs/ckpt 0
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,14p "$0" >&2; exit 2; }
 checkpoint=$1
 shift
 limits=("$@")
@@ -46,13 +48,26 @@ if [ "${BPB:-1}" = 1 ]; then
   run_timed bpb "$bin" eval bpb "$checkpoint" "${data_args[@]}" --threads "$threads" --batch-tokens "$batch_tokens" --json
 fi
 
-/usr/bin/python3 - "$out" "$threads" <<'EOF'
+data_dir=${DATA:-${CLOCKTRAIN_DATA:-../shared/data}}
+/usr/bin/python3 - "$out" "$threads" "$data_dir" <<'EOF'
 import glob, json, os, sys
-out, threads = sys.argv[1], sys.argv[2]
+out, threads, data_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def timing(name):
     wall, user, system = (float(x) for x in open(os.path.join(out, name + ".time")).read().split()[-3:])
     return wall, user + system
+
+# Rows of each task in the bundle (for extrapolating a --max-per-task run to the full one).
+full_rows = {}
+try:
+    import yaml
+    bundle = os.path.join(data_dir, "eval_bundle")
+    for t in yaml.safe_load(open(os.path.join(bundle, "core.yaml")))["icl_tasks"]:
+        path = os.path.join(bundle, "eval_data", t["dataset_uri"])
+        if os.path.exists(path):
+            full_rows[t["label"]] = sum(1 for line in open(path) if line.strip())
+except (OSError, ImportError):
+    pass
 
 runs = {}
 for path in sorted(glob.glob(os.path.join(out, "core_*.json"))):
@@ -64,15 +79,26 @@ for limit, modes in sorted(runs.items()):
     first = modes[names[0]][0]
     print(f"\nCORE, --max-per-task {limit or 'all'} ({first['metric']}), threads {threads}: "
           f"task seconds (the evaluator's own clock per task)")
-    print(f"{'task':<34} {'rows':>6}" + "".join(f" {m + ' s':>10}" for m in names) +
-          (" ratio" if len(names) > 1 else ""))
+    cols = [(m, k) for m in names for k in ("seconds", "cpu_seconds")]
+    print(f"{'task':<34} {'rows':>6}" + "".join(f" {m + (' wall' if k == 'seconds' else ' CPU'):>12}" for m, k in cols) +
+          (" CPU ratio" if len(names) > 1 else ""))
+    def row(label, rows, values, cpu):
+        ratio = f" {cpu[-1] / cpu[0]:9.2f}" if len(names) > 1 and cpu[0] > 0 else ""
+        print(f"{label:<34} {rows:>6}" + "".join(f" {v:>12.1f}" for v in values) + ratio)
     for i, t in enumerate(first["tasks"]):
-        secs = [modes[m][0]["tasks"][i]["seconds"] for m in names]
-        ratio = f" {secs[-1] / secs[0]:5.2f}" if len(names) > 1 and secs[0] > 0 else ""
-        print(f"{t['label']:<34} {t['rows']:>6}" + "".join(f" {s:>10.1f}" for s in secs) + ratio)
-    sums = [sum(t["seconds"] for t in modes[m][0]["tasks"]) for m in names]
-    print(f"{'sum of tasks':<34} {sum(t['rows'] for t in first['tasks']):>6}" +
-          "".join(f" {s:>10.1f}" for s in sums) + (f" {sums[-1] / sums[0]:5.2f}" if len(names) > 1 else ""))
+        row(t["label"], t["rows"], [modes[m][0]["tasks"][i][k] for m, k in cols],
+            [modes[m][0]["tasks"][i]["cpu_seconds"] for m in names])
+    row("all tasks", sum(t["rows"] for t in first["tasks"]),
+        [sum(t[k] for t in modes[m][0]["tasks"]) for m, k in cols],
+        [sum(t["cpu_seconds"] for t in modes[m][0]["tasks"]) for m in names])
+    if limit > 0 and full_rows:
+        # A subset's rows are the first of the shuffled task: a random sample, so each task's CPU
+        # seconds per row times its full row count estimates the full run (labelled as such).
+        for m in names:
+            est = sum(t["cpu_seconds"] / t["rows"] * full_rows.get(t["label"], t["rows"])
+                      for t in modes[m][0]["tasks"] if t["rows"] > 0)
+            print(f"{m}: full CORE extrapolated from these rows: {est:.0f} CPU s "
+                  f"({sum(full_rows.get(t['label'], 0) for t in first['tasks'])} rows)")
     for m in names:
         wall, cpu = modes[m][1]
         print(f"{m}: whole command {wall:.1f} s wall, {cpu:.1f} s CPU; {modes[m][0]['metric']} = "

@@ -55,7 +55,8 @@ struct CoreTaskResult {
   int64_t correct = 0;
   double accuracy = 0;  // correct / rows
   double centered = 0;  // (accuracy - 0.01*RB) / (1 - 0.01*RB)
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // the process's CPU time (every thread) while the task ran
   int64_t truncated_rows = 0;        // rows with a sequence longer than the context
   int64_t clamped_rows = 0;          // rows whose span was clamped to start at position 1
   int64_t prefix_mismatch_rows = 0;  // language_modeling rows counted wrong: no token prefix

@@ -59,7 +59,7 @@ void GptSequenceScorer::score(const std::vector<std::vector<int32_t>>& sequences
 }
 
 // Each group becomes a SharedPrefixGroup: prefix = the first P tokens, with
-//   P = min(shared_prefix_tokens, first_needed_position, L_s - 1 for every sequence s),
+//   P = min(shared_prefix_tokens, first_needed_position, L_s - 2 for every sequence s of >= 2 tokens),
 // so every wanted position (>= first_needed_position) lies in a continuation row and every row keeps
 // at least one input. Row s: inputs tokens[P .. L_s-2], targets tokens[P+1 .. L_s-1], with target -1
 // (no head computed) before first_needed_position. Groups are packed into passes of at most
@@ -110,7 +110,7 @@ void GptSequenceScorer::score_groups(const std::vector<ScoreGroup>& groups,
       for (int32_t t : seq) check(t >= 0 && t < vocab, "GptSequenceScorer: token ", t, " outside the vocabulary of ", vocab);
       if (seq.size() < 2) continue;
       rows.push_back(s);
-      P = std::min(P, static_cast<int64_t>(seq.size()) - 1);
+      P = std::min(P, static_cast<int64_t>(seq.size()) - 2);  // keeps position L-2 (the last input)
     }
     if (rows.empty()) continue;
     SharedPrefixGroup spg;
