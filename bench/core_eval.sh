@@ -7,9 +7,9 @@
 #
 # usage: bench/core_eval.sh CHECKPOINT [MAX_PER_TASK ...]       (default MAX_PER_TASK: 500)
 # env:   BUILD=build/release  THREADS=0 (all cores)  MODES="prefix plain"  BPB=1  OUT=<temp dir>
-#        (the table: each task's wall and CPU seconds, the evaluator's own clocks; then the whole
-#        command's, from /usr/bin/time)
 #        BATCH_TOKENS=16384  DATA=<data dir, else $CLOCKTRAIN_DATA or ../shared/data>
+# The table: each task's wall and CPU seconds (the evaluator's own clocks), the whole commands'
+# (/usr/bin/time), and for a subset the full run extrapolated task by task from its CPU seconds.
 # e.g.   bench/core_eval.sh runs/ckpt 500 0        (500 per task, then the full CORE-21)
 #        MODES=prefix BPB=0 bench/core_eval.sh runs/ckpt 0
 set -euo pipefail
@@ -81,9 +81,9 @@ for limit, modes in sorted(runs.items()):
           f"task seconds (the evaluator's own clock per task)")
     cols = [(m, k) for m in names for k in ("seconds", "cpu_seconds")]
     print(f"{'task':<34} {'rows':>6}" + "".join(f" {m + (' wall' if k == 'seconds' else ' CPU'):>12}" for m, k in cols) +
-          (" CPU ratio" if len(names) > 1 else ""))
+          (f" {names[-1]}/{names[0]} CPU" if len(names) > 1 else ""))
     def row(label, rows, values, cpu):
-        ratio = f" {cpu[-1] / cpu[0]:9.2f}" if len(names) > 1 and cpu[0] > 0 else ""
+        ratio = f" {cpu[-1] / cpu[0]:16.2f}" if len(names) > 1 and cpu[0] > 0 else ""
         print(f"{label:<34} {rows:>6}" + "".join(f" {v:>12.1f}" for v in values) + ratio)
     for i, t in enumerate(first["tasks"]):
         row(t["label"], t["rows"], [modes[m][0]["tasks"][i][k] for m, k in cols],
