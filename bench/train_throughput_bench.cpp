@@ -4,6 +4,7 @@
 //
 //   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
 //                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
+//                                 [--matmul-precision f32|bf16]
 //
 // --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
 // one thread, that is close to what the step takes on an idle core (other programs' time slices are
@@ -61,8 +62,10 @@ double median(std::vector<double> v) {
 }
 
 // Best of `repeats` square f32 GEMMs of size n through the backend (the first call warms up).
+// In the precision of the model's matmuls (bf16 operands, f32 output, with matmul_precision bf16).
 double gemm_peak(Backend& backend, int64_t n, int repeats) {
-  Buffer a(backend, {n, n}, DType::f32), b(backend, {n, n}, DType::f32), c(backend, {n, n}, DType::f32);
+  const DType operands = backend.matmul_operand_dtype();
+  Buffer a(backend, {n, n}, operands), b(backend, {n, n}, operands), c(backend, {n, n}, DType::f32);
   backend.fill(a, 0.5);
   backend.fill(b, 0.25);
   double best = 1e30;
@@ -89,6 +92,7 @@ int run(int argc, char** argv) {
     else if (flag == "--tokens-per-step") recipe.tokens_per_step = std::stoll(value);
     else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
     else if (flag == "--backend") recipe.backend = value;
+    else if (flag == "--matmul-precision") recipe.matmul_precision = value;
     else if (flag == "--clock") g_cpu_clock = (value == "cpu");
     else fail("train_throughput_bench: unknown option ", flag);
   }
@@ -98,6 +102,7 @@ int run(int argc, char** argv) {
   BackendOptions options;
   options.name = recipe.backend;
   options.threads = set_thread_count(threads);
+  options.matmul_precision = recipe.matmul_precision;
   auto backend = create_backend(options);
   const double peak_before = gemm_peak(*backend, 1536, 4);
 
@@ -160,6 +165,7 @@ int run(int argc, char** argv) {
               100.0 * flops_per_second / peak);
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
+         {"matmul_precision", recipe.matmul_precision},
          {"threads", options.threads},
          {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},

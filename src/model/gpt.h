@@ -12,6 +12,15 @@
 // Activations are allocated on first use for the largest batch seen and reused by later calls.
 // Every tensor (parameters, gradients, activations) has the model's compute dtype: f32 normally,
 // f64 for the gradient tests (the CPU backend runs both).
+//
+// Mixed precision: when the backend asks for matmul operands in a lower precision
+// (Backend::matmul_operand_dtype(), bf16 for the CPU backend with matmul_precision "bf16") and the
+// model computes in f32, every activation that feeds a matmul is stored in that dtype where it is
+// produced (the norms' outputs, q, k, v, the attention output, the MLP's pre-activation and
+// activation, and in backward the logits' gradient and the other gradients that feed matmuls), and
+// each weight matrix gets a compute copy refreshed once per optimizer step (weights_changed()).
+// The residual stream, norms' statistics, losses, weight gradients, master weights and optimizer
+// state stay f32; matmuls accumulate in f32.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,13 +45,22 @@ class GPT {
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return *backend_; }
   DType dtype() const { return dtype_; }
+  // The dtype of matmul operands: dtype(), or the backend's lower precision (see above).
+  DType matmul_dtype() const { return matmul_dtype_; }
 
   // ---- parameters -------------------------------------------------------------------------------
   // Seeded initialisation of model.md (init_rng.h): same seed, same weights, any thread count.
   void initialize(uint64_t seed);
-  std::vector<Parameter>& parameters() { return params_; }
+  // Non-const access may change the weights: it marks the compute copies stale (weights_changed()).
+  std::vector<Parameter>& parameters() {
+    weights_changed();
+    return params_;
+  }
   const std::vector<Parameter>& parameters() const { return params_; }
   Parameter& parameter(const std::string& name);  // error naming the parameter when absent
+  // The master weights changed (an optimizer step, a checkpoint load): the matmul compute copies are
+  // refreshed before the next forward pass. The optimizer calls it after each step.
+  void weights_changed() { compute_weights_current_ = false; }
   int64_t parameter_count() const;
   void zero_grad();
 
@@ -79,18 +97,24 @@ class GPT {
   };
 
   void ensure_rope_tables(int64_t positions);
+  void refresh_compute_weights();  // when stale: compute copies = master weights, rounded
+  // The matmul operand of a weight: its compute copy when there is one, else its value.
+  const Tensor& mm(const Parameter* p) const { return p->compute.tensor().empty() ? p->value.tensor() : p->compute.tensor(); }
   // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
   // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
   void forward_trunk(Activations& acts, int64_t B, int64_t T);
   void attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T);
   void mlp_forward(Activations& acts, int64_t layer, int64_t N);
   void attention_backward(int64_t layer, int64_t B, int64_t T);
+  Tensor residual_gradient_operand(Activations& acts, int64_t N);
   void mlp_backward(int64_t layer, int64_t N);
-  Tensor head_weight() const;  // lm_head rows [0, vocab_size)
+  Tensor head_weight() const;  // lm_head rows [0, vocab_size), as a matmul operand
 
   Backend* backend_;
   ModelConfig config_;
   DType dtype_;
+  DType matmul_dtype_;
+  bool compute_weights_current_ = false;
   std::vector<Parameter> params_;
   std::vector<LayerParams> layers_;
   Parameter* wte_ = nullptr;

@@ -36,11 +36,15 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 // The standard deviation the spec's init rule draws from (0 for zero init).
 double init_std(const ParameterSpec& spec);
 
-// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype.
+// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype; and,
+// for the matrices when the backend takes matmul operands in a lower precision
+// (Backend::matmul_operand_dtype()), `compute`: the value rounded to that dtype, which the GPT
+// refreshes once per optimizer step (empty otherwise).
 struct Parameter {
   ParameterSpec spec;
   Buffer value;
   Buffer grad;
+  Buffer compute;
 };
 
 // Fills every value from `seed` (init_rng.h's counter-based normals, thread-count independent).

@@ -36,37 +36,40 @@ int64_t SharedPrefixEvaluator::positions(const SharedPrefixGroup& group) {
 void SharedPrefixEvaluator::ensure_capacity(int64_t positions, int64_t kv_rows, int64_t head_rows) {
   const ModelConfig& c = model_.config();
   Backend& be = model_.backend();
-  const DType dt = model_.dtype();
+  // dtypes as in Activations::ensure: what feeds a matmul in the matmul dtype (bf16 with a bf16
+  // backend), the residual stream, statistics and losses in the compute dtype.
+  const DType dt = model_.dtype(), mm = model_.matmul_dtype();
   const int64_t C = c.n_embd, F = c.mlp_hidden(), V = c.vocab_size;
   const int64_t q_width = c.n_head * c.head_dim(), kv_width = c.n_kv_head * c.head_dim();
   if (positions > capacity_) {
     const int64_t N = rounded_capacity(positions);
     tokens_ = Buffer(be, {N}, DType::i32);
+    embedded_ = Buffer(be, {N, C}, dt);
     x_ = Buffer(be, {N, C}, dt);
-    ln_ = Buffer(be, {N, C}, dt);
+    ln_ = Buffer(be, {N, C}, mm);
     rstd_ = Buffer(be, {N * std::max<int64_t>(c.n_head, 1)}, dt);
     lse_ = Buffer(be, {N * std::max<int64_t>(c.n_head, 1)}, dt);
-    fc_ = Buffer(be, {N, F}, dt);
-    act_ = Buffer(be, {N, F}, dt);
+    fc_ = Buffer(be, {N, F}, mm);
+    act_ = Buffer(be, {N, F}, mm);
     if (c.attention_layer_count() > 0) {
       q_raw_ = Buffer(be, {N, q_width}, dt);
-      q_ = Buffer(be, {N, q_width}, dt);
-      att_ = Buffer(be, {N, q_width}, dt);
+      q_ = Buffer(be, {N, q_width}, mm);
+      att_ = Buffer(be, {N, q_width}, mm);
       k_raw_ = Buffer(be, {N, kv_width}, dt);
-      k_ = Buffer(be, {N, kv_width}, dt);
-      v_ = Buffer(be, {N, kv_width}, dt);
+      k_ = Buffer(be, {N, kv_width}, mm);
+      v_ = Buffer(be, {N, kv_width}, mm);
     }
     capacity_ = N;
   }
   if (kv_rows > kv_capacity_ && c.attention_layer_count() > 0) {
     const int64_t K = rounded_capacity(kv_rows);
-    keys_ = Buffer(be, {K, kv_width}, dt);
-    values_ = Buffer(be, {K, kv_width}, dt);
+    keys_ = Buffer(be, {K, kv_width}, mm);
+    values_ = Buffer(be, {K, kv_width}, mm);
     kv_capacity_ = K;
   }
   if (head_rows > head_capacity_) {
     const int64_t M = rounded_capacity(head_rows);
-    gathered_ = Buffer(be, {M, C}, dt);
+    gathered_ = Buffer(be, {M, C}, mm);
     logits_ = Buffer(be, {M, V}, dt);
     head_targets_ = Buffer(be, {M}, DType::i32);
     losses_ = Buffer(be, {M}, dt);
@@ -85,9 +88,9 @@ void SharedPrefixEvaluator::attention_layer(int64_t layer, const std::vector<Sha
   const GPT::LayerParams& p = model_.layers_[static_cast<size_t>(layer)];
   const Tensor x = part(x_, 0, n, {n, C}), ln = part(ln_, 0, n, {n, C});
   be.rmsnorm_forward(ln, part(rstd_, 0, n, {n}), x, kNormEps);
-  be.gemm(ln, p.c_q->value, part(q_raw_, 0, n, {n, H * D}), false, true);
-  be.gemm(ln, p.c_k->value, part(k_raw_, 0, n, {n, kv_width}), false, true);
-  be.gemm(ln, p.c_v->value, part(v_, 0, n, {n, kv_width}), false, true);
+  be.gemm(ln, model_.mm(p.c_q), part(q_raw_, 0, n, {n, H * D}), false, true);
+  be.gemm(ln, model_.mm(p.c_k), part(k_raw_, 0, n, {n, kv_width}), false, true);
+  be.gemm(ln, model_.mm(p.c_v), part(v_, 0, n, {n, kv_width}), false, true);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const Tensor& cos = model_.rope_cos_;
   const Tensor& sin = model_.rope_sin_;
@@ -122,7 +125,7 @@ void SharedPrefixEvaluator::attention_layer(int64_t layer, const std::vector<Sha
     be.attention_forward(part(att_, ro, end, {R, L, H, D}), part(lse_, 0, R * H * L, {R, H, L}), q,
                          part(keys_, 0, R * Tk, {R, Tk, Hkv, D}), part(values_, 0, R * Tk, {R, Tk, Hkv, D}), scale);
   }
-  be.gemm(part(att_, 0, n, {n, H * D}), p.attn_proj->value, x, false, true, 1.0, 1.0);
+  be.gemm(part(att_, 0, n, {n, H * D}), model_.mm(p.attn_proj), x, false, true, 1.0, 1.0);
 }
 
 void SharedPrefixEvaluator::evaluate(const std::vector<SharedPrefixGroup>& groups,
@@ -183,17 +186,19 @@ void SharedPrefixEvaluator::evaluate(const std::vector<SharedPrefixGroup>& group
   Backend& be = model_.backend();
   const Tensor tokens = part(tokens_, 0, n, {n}), x = part(x_, 0, n, {n, C}), ln = part(ln_, 0, n, {n, C});
   be.upload(tokens, host_tokens.data(), DType::i32);
-  // x = rmsnorm(wte[idx])  (ln_ holds the embedding for a moment)
-  be.embedding_forward(ln, tokens, model_.wte_->value);
-  be.rmsnorm_forward(x, part(rstd_, 0, n, {n}), ln, kNormEps);
+  model_.refresh_compute_weights();  // the matmul copies of the weights, when the backend wants them
+  // x = rmsnorm(wte[idx])
+  const Tensor embedded = part(embedded_, 0, n, {n, C});
+  be.embedding_forward(embedded, tokens, model_.wte_->value);
+  be.rmsnorm_forward(x, part(rstd_, 0, n, {n}), embedded, kNormEps);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     if (c.has_attention(l)) attention_layer(l, groups);
     // x += W2 relu(W1 rmsnorm(x))^2
     const GPT::LayerParams& p = model_.layers_[static_cast<size_t>(l)];
     be.rmsnorm_forward(ln, part(rstd_, 0, n, {n}), x, kNormEps);
-    be.gemm(ln, p.c_fc->value, part(fc_, 0, n, {n, F}), false, true);
+    be.gemm(ln, model_.mm(p.c_fc), part(fc_, 0, n, {n, F}), false, true);
     be.relu2_forward(part(act_, 0, n, {n, F}), part(fc_, 0, n, {n, F}));
-    be.gemm(part(act_, 0, n, {n, F}), p.mlp_proj->value, x, false, true, 1.0, 1.0);
+    be.gemm(part(act_, 0, n, {n, F}), model_.mm(p.mlp_proj), x, false, true, 1.0, 1.0);
   }
   be.rmsnorm_forward(ln, part(rstd_, 0, n, {n}), x, kNormEps);  // the final norm: ln_ is xf now
 

@@ -54,7 +54,7 @@ class SharedPrefixEvaluator {
   std::vector<int64_t> prefix_offset_, rows_offset_, row_length_;
   int64_t positions_ = 0;
   int64_t capacity_ = 0, kv_capacity_ = 0, head_capacity_ = 0;
-  Buffer tokens_, x_, ln_, rstd_, q_raw_, k_raw_, q_, k_, v_, att_, lse_, fc_, act_;
+  Buffer tokens_, embedded_, x_, ln_, rstd_, q_raw_, k_raw_, q_, k_, v_, att_, lse_, fc_, act_;
   Buffer keys_, values_;  // one group's [rows, P + C_max, Hkv*D] keys and values
   Buffer gathered_, logits_, head_targets_, losses_, argmax_;
 };

@@ -58,6 +58,7 @@ void Optimizer::step(double lr_factor, double grad_norm) {
   }
   muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_));
   adamw_.step(lr_factor, steps_taken_ + 1);
+  model_->weights_changed();  // the model refreshes its matmul copies of the weights before the next forward
   ++steps_taken_;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "data/data_test_support.h"
 #include "eval/core_eval.h"
@@ -15,10 +16,17 @@
 namespace ct {
 namespace {
 
+BackendOptions cpu_options(const std::string& matmul_precision) {
+  BackendOptions o;
+  o.matmul_precision = matmul_precision;
+  return o;
+}
+
 struct TinyGpt {
-  std::unique_ptr<Backend> backend = make_cpu_backend(BackendOptions{});
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<GPT> model;
-  explicit TinyGpt(int64_t vocab = 257, int64_t context = 48) {
+  explicit TinyGpt(int64_t vocab = 257, int64_t context = 48, const std::string& matmul_precision = "f32")
+      : backend(make_cpu_backend(cpu_options(matmul_precision))) {
     ModelConfig c;
     c.vocab_size = vocab;
     c.sequence_len = context;
@@ -88,8 +96,15 @@ TEST(GptAdapters, PackedBatchesMatchLoneSequences) {
 
 // score_groups with prefix reuse (model/shared_prefix_eval.h) against each sequence scored alone:
 // equal at every position the caller reads (>= first_needed_position), whatever the pass size.
-TEST(GptAdapters, SharedPrefixGroupsMatchLoneSequences) {
-  TinyGpt tiny;
+// With bf16 matmuls (the mixed-precision backend) the two paths round the same activations to
+// bf16 but may accumulate in another order, hence a looser loss tolerance there.
+class SharedPrefixScoring : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedPrefixScoring, GroupsMatchLoneSequences) {
+  const bool bf16 = GetParam() == "bf16";
+  TinyGpt tiny(257, 48, GetParam());
+  const double tolerance = bf16 ? 1e-2 : 2e-5;
+  int64_t compared = 0, argmax_differs = 0;
   std::mt19937 gen(5);
   auto random_tokens = [&](size_t n) {
     std::vector<int32_t> t(n);
@@ -138,12 +153,16 @@ TEST(GptAdapters, SharedPrefixGroupsMatchLoneSequences) {
         ASSERT_EQ(got[g][s].loss.size(), n) << g << "/" << s;
         ASSERT_EQ(got[g][s].argmax.size(), n) << g << "/" << s;
         for (size_t i = static_cast<size_t>(groups[g].first_needed_position); i < n; ++i) {
-          EXPECT_NEAR(got[g][s].loss[i], want[s].loss[i], 2e-5) << "group " << g << " seq " << s << " pos " << i;
-          EXPECT_EQ(got[g][s].argmax[i], want[s].argmax[i]) << "group " << g << " seq " << s << " pos " << i;
+          EXPECT_NEAR(got[g][s].loss[i], want[s].loss[i], tolerance) << "group " << g << " seq " << s << " pos " << i;
+          if (!bf16) EXPECT_EQ(got[g][s].argmax[i], want[s].argmax[i]) << "group " << g << " seq " << s << " pos " << i;
+          compared += 1;
+          argmax_differs += got[g][s].argmax[i] != want[s].argmax[i] ? 1 : 0;
         }
       }
     }
   }
+  EXPECT_GT(compared, 300);
+  EXPECT_LE(argmax_differs, compared / 50);  // bf16: a near-tie may flip, rarely
   // A group whose sequences do not share the prefix they claim is refused.
   ScoreGroup bad;
   bad.sequences = {{1, 2, 3, 4}, {1, 9, 3, 4}};
@@ -153,6 +172,8 @@ TEST(GptAdapters, SharedPrefixGroupsMatchLoneSequences) {
   std::vector<std::vector<SequenceScores>> out;
   EXPECT_THROW(scorer.score_groups({bad}, out), Error);
 }
+
+INSTANTIATE_TEST_SUITE_P(MatmulPrecision, SharedPrefixScoring, ::testing::Values("f32", "bf16"));
 
 TEST(GptAdapters, GreedySamplingFollowsFullForwardArgmax) {
   TinyGpt tiny;
