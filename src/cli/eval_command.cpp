@@ -60,6 +60,7 @@ struct CoreArgs {
   int64_t max_per_task = 0;
   int64_t batch_tokens = 16384;
   bool json = false;
+  bool no_prefix_reuse = false;
   BackendArgs backend;
 };
 
@@ -88,6 +89,7 @@ void run_core(const CoreArgs& args) {
   options.max_per_task = args.max_per_task;
   options.tasks = split_commas(args.tasks);
   options.batch_tokens = args.batch_tokens;
+  options.reuse_prefixes = !args.no_prefix_reuse;
   options.keep_rows = !args.dump_prompts.empty();
   ProgressLine progress;
   options.progress = [&](const std::string& label, int64_t done, int64_t total) {
@@ -142,6 +144,8 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--dump-prompts", core.dump_prompts,
                 "Write every row's prompts, tokens, spans, losses and verdict as JSON to this file");
   c->add_flag("--json", core.json, "Print JSON instead of the table");
+  c->add_flag("--no-prefix-reuse", core.no_prefix_reuse,
+              "Score every sequence in full (the plain path: same results, slower; for checks and benchmarks)");
   add_backend_options(c, core.backend);
   c->callback([] { run_core(core); });
 }

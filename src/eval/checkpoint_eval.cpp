@@ -59,7 +59,7 @@ OrderedJson bpb_result_json(const BpbResult& r) {
 CoreResult evaluate_checkpoint_core(EvalCheckpoint& checkpoint, const std::filesystem::path& bundle_dir,
                                     const CoreOptions& options) {
   auto encoder = tokenizer_encoder(checkpoint.tokenizer);
-  GptSequenceScorer scorer(*checkpoint.model, options.batch_tokens);
+  GptSequenceScorer scorer(*checkpoint.model, options.batch_tokens, options.reuse_prefixes);
   return evaluate_core(load_core_bundle(bundle_dir, options.read_guard), *encoder, scorer, options);
 }
 

@@ -24,6 +24,8 @@ struct CoreOptions {
   std::vector<std::string> tasks;  // labels to evaluate; empty = every task whose data is present
   int64_t batch_tokens = 32768;    // tokens per scorer call (a question is never split)
   int64_t chunk_rows = 512;        // rows prepared (in parallel) before they are scored
+  bool reuse_prefixes = true;      // GPT scorer: run each question's shared prefix once (false: the
+                                   // plain path, every sequence in full; for checks and benchmarks)
   bool keep_rows = false;          // keep every row's prompts, tokens, spans and losses
   // Called after each scorer call: (task label, rows done, rows in the task).
   std::function<void(const std::string&, int64_t, int64_t)> progress;
@@ -53,7 +55,8 @@ struct CoreTaskResult {
   int64_t correct = 0;
   double accuracy = 0;  // correct / rows
   double centered = 0;  // (accuracy - 0.01*RB) / (1 - 0.01*RB)
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // the process's CPU time (every thread) while the task ran
   int64_t truncated_rows = 0;        // rows with a sequence longer than the context
   int64_t clamped_rows = 0;          // rows whose span was clamped to start at position 1
   int64_t prefix_mismatch_rows = 0;  // language_modeling rows counted wrong: no token prefix

@@ -18,6 +18,7 @@ OrderedJson task_summary_json(const CoreTaskResult& t) {
   j["centered"] = t.centered;
   j["random_baseline_percent"] = t.random_baseline_percent;
   j["seconds"] = t.seconds;
+  j["cpu_seconds"] = t.cpu_seconds;
   j["truncated_rows"] = t.truncated_rows;
   j["clamped_rows"] = t.clamped_rows;
   j["prefix_mismatch_rows"] = t.prefix_mismatch_rows;

@@ -2,8 +2,9 @@
 // The real model behind the evaluators' interfaces:
 // - GptSequenceScorer: SequenceScorer over GPT::evaluate. Sequences are sorted by length and packed
 //   into [B, T] batches of at most max_batch_tokens, padded on the right with target -1 (the model is
-//   causal, so padding never changes a real position). It does not override score_groups: GPT has
-//   no way yet to return per-position losses against a KV cache, so shared prefixes are recomputed.
+//   causal, so padding never changes a real position). score_groups runs each group's shared prefix
+//   once (model/shared_prefix_eval.h) and the head only at the positions the caller reads
+//   (ScoreGroup::first_needed_position on); with reuse_prefixes = false it falls back to score().
 // - GptNextTokenModel: NextTokenModel over GPT::forward_incremental and a one-row KVCache.
 #include <cstdint>
 #include <memory>
@@ -12,18 +13,23 @@
 #include "eval/sampling.h"
 #include "eval/sequence_scorer.h"
 #include "model/gpt.h"
+#include "model/shared_prefix_eval.h"
 
 namespace ct {
 
 class GptSequenceScorer final : public SequenceScorer {
  public:
-  explicit GptSequenceScorer(GPT& model, int64_t max_batch_tokens = 16384);
+  // max_batch_tokens bounds the positions of one forward pass (score and score_groups alike).
+  explicit GptSequenceScorer(GPT& model, int64_t max_batch_tokens = 16384, bool reuse_prefixes = true);
   int64_t context_length() const override { return model_.config().sequence_len; }
   void score(const std::vector<std::vector<int32_t>>& sequences, std::vector<SequenceScores>& out) override;
+  void score_groups(const std::vector<ScoreGroup>& groups, std::vector<std::vector<SequenceScores>>& out) override;
 
  private:
   GPT& model_;
   int64_t max_batch_tokens_;
+  bool reuse_prefixes_;
+  SharedPrefixEvaluator prefix_evaluator_;
 };
 
 class GptNextTokenModel final : public NextTokenModel {

@@ -130,6 +130,7 @@ class GPT {
   bool backward_ready_ = false;
 
   friend class KVCache;
+  friend class SharedPrefixEvaluator;  // model/shared_prefix_eval.h: a layer-by-layer eval pass
 };
 
 // Keys and values of every attention layer for B rows of up to max_positions tokens.

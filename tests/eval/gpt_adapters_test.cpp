@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "data/data_test_support.h"
 #include "eval/core_eval.h"
@@ -15,10 +16,17 @@
 namespace ct {
 namespace {
 
+BackendOptions cpu_options(const std::string& matmul_precision) {
+  BackendOptions o;
+  o.matmul_precision = matmul_precision;
+  return o;
+}
+
 struct TinyGpt {
-  std::unique_ptr<Backend> backend = make_cpu_backend(BackendOptions{});
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<GPT> model;
-  explicit TinyGpt(int64_t vocab = 257, int64_t context = 48) {
+  explicit TinyGpt(int64_t vocab = 257, int64_t context = 48, const std::string& matmul_precision = "f32")
+      : backend(make_cpu_backend(cpu_options(matmul_precision))) {
     ModelConfig c;
     c.vocab_size = vocab;
     c.sequence_len = context;
@@ -86,6 +94,87 @@ TEST(GptAdapters, PackedBatchesMatchLoneSequences) {
   EXPECT_THROW(scorer.score({{1, 300}}, out), Error);                     // outside the vocabulary
 }
 
+// score_groups with prefix reuse (model/shared_prefix_eval.h) against each sequence scored alone:
+// equal at every position the caller reads (>= first_needed_position), whatever the pass size.
+// With bf16 matmuls (the mixed-precision backend) the two paths round the same activations to
+// bf16 but may accumulate in another order, hence a looser loss tolerance there.
+class SharedPrefixScoring : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedPrefixScoring, GroupsMatchLoneSequences) {
+  const bool bf16 = GetParam() == "bf16";
+  TinyGpt tiny(257, 48, GetParam());
+  const double tolerance = bf16 ? 1e-2 : 2e-5;
+  int64_t compared = 0, argmax_differs = 0;
+  std::mt19937 gen(5);
+  auto random_tokens = [&](size_t n) {
+    std::vector<int32_t> t(n);
+    for (auto& v : t) v = static_cast<int32_t>(gen() % 257);
+    return t;
+  };
+  // (prefix length, continuation lengths, first_needed offset from the prefix end)
+  struct Shape {
+    size_t prefix;
+    std::vector<size_t> tails;
+    int64_t needed_from_prefix_end;
+  };
+  const std::vector<Shape> shapes = {
+      {20, {3, 7, 1, 12}, -1},  // multiple choice: the span starts right after the shared prefix
+      {0, {10, 4}, 0},          // nothing shared (schema: the contexts differ)
+      {30, {18}, -5},           // one sequence (language modeling): the prefix is most of it
+      {47, {2, 2}, -1},         // reaches the context: 49 tokens = 48 inputs + 1 target
+      {5, {0, 6, 9}, -1},       // one sequence is the prefix alone (its last token: only a target)
+      {12, {4, 4, 4}, -12},     // every position wanted
+      {1, {0}, 0},              // a single token: nothing to score
+  };
+  std::vector<ScoreGroup> groups;
+  for (const Shape& sh : shapes) {
+    ScoreGroup g;
+    const auto prefix = random_tokens(sh.prefix);
+    for (size_t tail : sh.tails) {
+      auto s = prefix;
+      auto t = random_tokens(tail);
+      s.insert(s.end(), t.begin(), t.end());
+      g.sequences.push_back(s);
+    }
+    g.shared_prefix_tokens = static_cast<int64_t>(sh.prefix);
+    g.first_needed_position = std::max<int64_t>(0, static_cast<int64_t>(sh.prefix) + sh.needed_from_prefix_end);
+    groups.push_back(g);
+  }
+  for (int64_t batch_tokens : {1, 64, 100000}) {
+    GptSequenceScorer scorer(*tiny.model, batch_tokens);
+    std::vector<std::vector<SequenceScores>> got;
+    scorer.score_groups(groups, got);
+    ASSERT_EQ(got.size(), groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      auto want = one_by_one(*tiny.model, groups[g].sequences);
+      ASSERT_EQ(got[g].size(), groups[g].sequences.size());
+      for (size_t s = 0; s < want.size(); ++s) {
+        const size_t n = groups[g].sequences[s].size() < 2 ? 0 : groups[g].sequences[s].size() - 1;
+        ASSERT_EQ(got[g][s].loss.size(), n) << g << "/" << s;
+        ASSERT_EQ(got[g][s].argmax.size(), n) << g << "/" << s;
+        for (size_t i = static_cast<size_t>(groups[g].first_needed_position); i < n; ++i) {
+          EXPECT_NEAR(got[g][s].loss[i], want[s].loss[i], tolerance) << "group " << g << " seq " << s << " pos " << i;
+          if (!bf16) EXPECT_EQ(got[g][s].argmax[i], want[s].argmax[i]) << "group " << g << " seq " << s << " pos " << i;
+          compared += 1;
+          argmax_differs += got[g][s].argmax[i] != want[s].argmax[i] ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 300);
+  EXPECT_LE(argmax_differs, compared / 50);  // bf16: a near-tie may flip, rarely
+  // A group whose sequences do not share the prefix they claim is refused.
+  ScoreGroup bad;
+  bad.sequences = {{1, 2, 3, 4}, {1, 9, 3, 4}};
+  bad.shared_prefix_tokens = 3;
+  bad.first_needed_position = 3;
+  GptSequenceScorer scorer(*tiny.model);
+  std::vector<std::vector<SequenceScores>> out;
+  EXPECT_THROW(scorer.score_groups({bad}, out), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(MatmulPrecision, SharedPrefixScoring, ::testing::Values("f32", "bf16"));
+
 TEST(GptAdapters, GreedySamplingFollowsFullForwardArgmax) {
   TinyGpt tiny;
   GptNextTokenModel next(*tiny.model);
@@ -132,7 +221,20 @@ TEST(GptAdapters, CoreEndToEndOnTheSmallBundle) {
     void score(const std::vector<std::vector<int32_t>>& s, std::vector<SequenceScores>& o) override { o = one_by_one(m, s); }
   } lone(*tiny.model);
   auto reference = evaluate_core(bundle, enc, lone, opt);
+  GptSequenceScorer plain_scorer(*tiny.model, 16384, /*reuse_prefixes=*/false);
+  auto plain = evaluate_core(bundle, enc, plain_scorer, opt);
   ASSERT_EQ(packed.tasks.size(), reference.tasks.size());
+  ASSERT_EQ(plain.tasks.size(), reference.tasks.size());
+  for (size_t t = 0; t < plain.tasks.size(); ++t) {
+    EXPECT_EQ(plain.tasks[t].correct, reference.tasks[t].correct) << plain.tasks[t].label;
+    for (size_t r = 0; r < plain.tasks[t].row_records.size(); ++r) {
+      const auto& a = plain.tasks[t].row_records[r].mean_losses;
+      const auto& b = packed.tasks[t].row_records[r].mean_losses;
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!std::isnan(a[i])) EXPECT_NEAR(a[i], b[i], 1e-5);
+    }
+  }
   int64_t truncated = 0;
   for (size_t t = 0; t < packed.tasks.size(); ++t) {
     EXPECT_EQ(packed.tasks[t].correct, reference.tasks[t].correct) << packed.tasks[t].label;
