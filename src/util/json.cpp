@@ -37,6 +37,9 @@ Json json_from_text(std::string_view text, const std::string& where) {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": invalid JSON at byte ", e.byte, ": ", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // The lexer throws out_of_range (not parse_error) for a number beyond double, e.g. 1e999.
+    fail(where, ": invalid JSON: ", e.what());
   }
 }
 

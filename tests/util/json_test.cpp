@@ -31,6 +31,14 @@ TEST(JsonText, SyntaxErrorNamesTheFileAndByte) {
   EXPECT_THAT(json_error(R"({"a": [1, 2,]})"), HasSubstr("input.json: invalid JSON at byte 13"));
 }
 
+// Found by fuzz_json_text: nlohmann::json throws out_of_range, not parse_error, for a number
+// beyond double's range, and it escaped as another exception type.
+TEST(JsonText, NumberOutOfRangeIsACtError) {
+  EXPECT_THAT(json_error(R"({"a": [1, 1e999]})"), HasSubstr("input.json: invalid JSON: "));
+  EXPECT_THAT(json_error(R"({"a": [1, 1e999]})"), HasSubstr("1e999"));
+  EXPECT_THAT(json_error("-1e3087047758"), HasSubstr("number overflow"));
+}
+
 // A hostile file of deeply nested arrays parses in nlohmann::json, but copying, comparing or dumping
 // the value recurses once per level and overflows the stack: refused before parsing.
 TEST(JsonText, RefusesNestingDeeperThanTheLimit) {
