@@ -6,5 +6,9 @@ namespace ct::cli {
 
 void add_version_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
+void add_data_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
 
 }  // namespace ct::cli

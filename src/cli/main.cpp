@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   ct::cli::add_version_command(app);
   ct::cli::add_tokenizer_command(app);
+  ct::cli::add_data_command(app);
+  ct::cli::add_train_command(app);
+  ct::cli::add_eval_command(app);
+  ct::cli::add_sample_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
