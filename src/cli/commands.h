@@ -10,5 +10,7 @@ void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
+void add_board_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace ct::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   ct::cli::add_train_command(app);
   ct::cli::add_eval_command(app);
   ct::cli::add_sample_command(app);
+  ct::cli::add_board_command(app);
+  ct::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,58 @@
+#pragma once
+// The leaderboard of harness.md: eligible results ranked by the round's score, ineligible ones
+// listed apart with the checks they failed.
+//   Round 1: score = val_bpb, lower is better.
+//   Round 2: over the eligible pool, bpb_n = (bpb - min)/(max - min), core_n = (max - core)/(max - min)
+//            (a metric with max == min gives 0 to everyone); score = 0.5*bpb_n + 0.5*core_n, lower
+//            is better.
+//   Ties: fewer parameters, then fewer changed source lines (unknown sorts after any known count).
+//   Entries equal on all three share a rank (1, 1, 3); they are listed by name, then source.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/result.h"
+
+namespace ct {
+
+struct BoardInput {
+  std::string source;  // the result.json it was read from
+  RunResult result;
+};
+
+struct BoardRow {
+  std::string source;
+  RunResult result;
+  int rank = 0;
+  double score = 0;
+  std::optional<double> bpb_n, core_n;  // round 2
+};
+
+struct IneligibleRow {
+  std::string source;
+  RunResult result;
+  std::vector<std::string> failed_checks;  // names; a missing required check is listed too
+  std::vector<std::string> reasons;        // one line per failed check: "name: evidence"
+};
+
+struct Board {
+  int round = 1;
+  std::vector<BoardRow> ranked;
+  std::vector<IneligibleRow> ineligible;
+  std::vector<std::string> notes;  // e.g. budgets that differ within the ranked pool
+};
+
+// Reads each path (a result.json or a run folder holding one); the first malformed file stops
+// with an error naming it. A file given twice is read once.
+std::vector<BoardInput> load_board_inputs(const std::vector<std::string>& paths);
+
+// The round the results were run under; an error naming two files when they disagree.
+int infer_round(const std::vector<BoardInput>& inputs);
+
+Board build_board(std::vector<BoardInput> inputs, int round);
+
+// A plain-text table for the terminal (control characters in names are shown as '?').
+std::string board_table(const Board& board);
+OrderedJson board_json(const Board& board);
+
+}  // namespace ct

@@ -1,0 +1,143 @@
+#include "harness/environment.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "clocktrain_version.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+extern char** environ;
+
+namespace ct {
+
+const std::vector<std::string>& recorded_environment_prefixes() {
+  static const std::vector<std::string> prefixes = {
+      "CLOCKTRAIN_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "MKL_", "DNNL_", "ONEDNN_", "CUDA_",
+      "NCCL_", "CUBLAS_", "CUBLASLT_", "NVIDIA_", "MALLOC_", "TCMALLOC_"};
+  return prefixes;
+}
+
+const std::vector<std::string>& recorded_environment_names() {
+  // Debug and loader settings that change speed or numerics without touching the recipe.
+  static const std::vector<std::string> names = {
+      "LD_PRELOAD", "LD_LIBRARY_PATH", "GLIBC_TUNABLES", "MALLOC_CONF", "GOTO_NUM_THREADS",
+      "BLIS_NUM_THREADS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+      "MSAN_OPTIONS"};
+  return names;
+}
+
+bool affects_run(std::string_view name) {
+  for (const auto& p : recorded_environment_prefixes())
+    if (name.size() > p.size() && name.substr(0, p.size()) == p) return true;
+  const auto& names = recorded_environment_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::vector<std::pair<std::string, std::string>> capture_environment(const std::vector<std::string>& entries) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::string> seen;
+  for (const auto& entry : entries) {
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = entry.substr(0, eq);
+    // getenv() returns the first of duplicated names; record that one.
+    if (affects_run(name) && seen.insert(name).second) out.emplace_back(name, entry.substr(eq + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> capture_environment() {
+  std::vector<std::string> entries;
+  for (char** e = environ; e && *e; ++e) entries.emplace_back(*e);
+  return capture_environment(entries);
+}
+
+BinaryInfo current_binary() { return {kVersion, kBuildFlags}; }
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon == std::string::npos) break;
+      std::string name = line.substr(colon + 1);
+      name.erase(0, name.find_first_not_of(" \t"));
+      return name.empty() ? "unknown CPU" : name;
+    }
+  }
+  return "unknown CPU";
+}
+
+namespace {
+
+// The vector extensions the kernels care about, as named in /proc/cpuinfo's flags.
+std::string cpu_vector_features() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    std::string out;
+    auto add = [&](const char* flag, const char* label) {
+      if (!flags.count(flag)) return;
+      if (!out.empty()) out += ' ';
+      out += label;
+    };
+    add("avx512f", "AVX-512F");
+    add("avx512_bf16", "AVX512-BF16");
+    add("amx_tile", "AMX");
+    add("avx2", "AVX2");
+    add("fma", "FMA");
+    add("asimd", "NEON");
+    return out;
+  }
+  return "";
+}
+
+double memory_gib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key) {
+    if (key == "MemTotal:") {
+      in >> kib;
+      break;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return kib / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+DeviceInfo describe_cpu_device(int64_t threads) {
+  DeviceInfo d;
+  d.backend = "cpu";
+  d.devices = 1;
+  d.threads = threads;
+  long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::ostringstream desc;
+  desc << cpu_model_name() << "; " << available_cores() << " of " << online << " cores";
+  std::string features = cpu_vector_features();
+  if (!features.empty()) desc << "; " << features;
+  double gib = memory_gib();
+  if (gib > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+    desc << "; " << buf;
+  }
+  d.description = desc.str();
+  return d;
+}
+
+}  // namespace ct

@@ -1,0 +1,69 @@
+#pragma once
+// Reading metrics.jsonl (docs/run-records.md), the trainer's log: for the gate's valid_score
+// evidence and for the report's charts. Numbers that the trainer wrote as null (a NaN or Inf it
+// could not write as JSON, or an unknown MFU) are read as NaN. Records of an unknown kind are
+// skipped (new kinds may be added); a malformed line is an error naming the file and line, except
+// an unterminated last line, which a run killed mid-write leaves behind and which is only noted.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ct {
+
+inline constexpr const char* kMetricsFileName = "metrics.jsonl";
+
+// The event names the trainer writes (docs/run-records.md).
+inline constexpr const char* kEventClockStart = "clock_start";
+inline constexpr const char* kEventCheckpoint = "checkpoint";
+inline constexpr const char* kEventNonFinite = "nonfinite";
+inline constexpr const char* kEventStop = "stop";
+
+struct TrainStepRecord {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  double clock_seconds = 0;
+  double loss = 0;
+  double lr_factor = 0;
+  double grad_norm = 0;
+  double tokens_per_second = 0;
+  double flops_per_second = 0;
+  double mfu = 0;
+  double step_seconds = 0;
+};
+
+struct EvalRecord {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  double clock_seconds = 0;
+  std::string split;
+  double loss = 0;
+};
+
+struct EventRecord {
+  int64_t step = 0;
+  double clock_seconds = 0;
+  std::string event;
+  std::string detail;
+};
+
+struct MetricsLog {
+  std::vector<TrainStepRecord> train;
+  std::vector<EvalRecord> evals;
+  std::vector<EventRecord> events;
+  int64_t skipped_unknown_kind = 0;
+  bool truncated_last_line = false;
+};
+
+MetricsLog parse_metrics_jsonl(const std::string& text, const std::string& where);
+MetricsLog read_metrics_file(const std::filesystem::path& path);
+
+// Steps with a NaN or Inf loss (train or held-out) or a "nonfinite" event: the valid_score evidence.
+int64_t count_nonfinite_losses(const MetricsLog& log);
+
+// The trainer's last logged losses, shown beside the trusted score for information only.
+std::optional<double> last_train_loss(const MetricsLog& log);
+std::optional<double> last_heldout_loss(const MetricsLog& log);
+
+}  // namespace ct

@@ -1,0 +1,37 @@
+#pragma once
+// report.html: one self-contained page per run (inline CSS and SVG; no script, no network) built
+// from metrics.jsonl, result.json and the recipe: the loss and held-out loss against the training
+// clock, throughput and MFU, the learning-rate factor and gradient norm, the gate's verdicts with
+// their evidence, val_bpb and the CORE table, the recipe, the device, the binary and the
+// environment. Written as XHTML-compatible HTML5, so a strict XML parser accepts it; every string
+// from the files is escaped (harness/html.h).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/metrics.h"
+#include "harness/result.h"
+
+namespace ct {
+
+inline constexpr const char* kReportFileName = "report.html";
+inline constexpr const char* kRecipeCopyFileName = "recipe.toml";  // the run folder's copy, if any
+
+struct ReportInputs {
+  std::string title;                // shown when there is no result (e.g. the run folder's name)
+  std::optional<RunResult> result;  // absent while a run is in progress or after a crash
+  MetricsLog metrics;
+  std::string recipe_text;          // the recipe file as saved in the run folder (may be empty)
+  std::vector<std::string> notes;   // problems met while gathering the inputs, shown at the top
+};
+
+std::string render_report_html(const ReportInputs& inputs);
+
+// Gathers RUN_DIR/{metrics.jsonl,result.json,recipe.toml} (metrics.jsonl required; a missing
+// result.json is noted on the page) and writes the page atomically to `out` (default
+// RUN_DIR/report.html). Returns the path written.
+std::filesystem::path write_run_report(const std::filesystem::path& run_dir,
+                                       const std::filesystem::path& out = {});
+
+}  // namespace ct
