@@ -17,8 +17,12 @@ int main(int argc, char** argv) {
   ct::cli::add_sample_command(app);
   ct::cli::add_board_command(app);
   ct::cli::add_report_command(app);
+  ct::cli::add_lab_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A subcommand that finished its work but reports failure through its exit status.
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const ct::Error& e) {
