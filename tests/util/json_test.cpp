@@ -3,6 +3,9 @@
 
 #include <gmock/gmock.h>
 
+#include <functional>
+#include <limits>
+
 #include "test_support.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -48,6 +51,39 @@ TEST(JsonText, RefusesNestingDeeperThanTheLimit) {
   EXPECT_EQ(json_error(limit), "");
   // Brackets inside strings do not count.
   EXPECT_EQ(json_error("[\"" + std::string(10'000, '[') + "\\\"\"]"), "");
+}
+
+std::string field_error(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// nlohmann's get<int64_t>() casts a float unchecked (1e300 is undefined behaviour, 2.5 becomes 2)
+// and wraps -1 into a huge unsigned: integer fields take only numbers that are exactly integers of
+// the field's type (an integral float such as 4.0 included).
+TEST(JsonField, IntegersMustFitExactly) {
+  const Json j = json_from_text(R"({"huge": 1e300, "half": 2.5, "four": 4.0, "minus": -1, "big": 9223372036854775808,
+                                    "u64max": 18446744073709551615, "three_g": 3000000000, "list": [1, 2.5], "ok": [1, 2]})",
+                                "input.json");
+  EXPECT_THAT(field_error([&] { json_field<int64_t>(j, "huge", "input.json"); }),
+              HasSubstr("input.json: field 'huge': expected an integer in ["));
+  EXPECT_THAT(field_error([&] { json_field<int64_t>(j, "half", "input.json"); }), HasSubstr("field 'half'"));
+  EXPECT_EQ(json_field<int64_t>(j, "four", "input.json"), 4);
+  EXPECT_EQ(json_field<int64_t>(j, "minus", "input.json"), -1);
+  EXPECT_THAT(field_error([&] { json_field<uint64_t>(j, "minus", "input.json"); }), HasSubstr("field 'minus'"));
+  EXPECT_THAT(field_error([&] { json_field<int64_t>(j, "big", "input.json"); }), HasSubstr("field 'big'"));
+  EXPECT_EQ(json_field<uint64_t>(j, "big", "input.json"), uint64_t{1} << 63);
+  EXPECT_EQ(json_field<uint64_t>(j, "u64max", "input.json"), std::numeric_limits<uint64_t>::max());
+  EXPECT_THAT(field_error([&] { json_field<int32_t>(j, "three_g", "input.json"); }), HasSubstr("field 'three_g'"));
+  EXPECT_THAT(field_error([&] { json_field<std::vector<int64_t>>(j, "list", "input.json"); }),
+              HasSubstr("field 'list'[1]: expected an integer"));
+  EXPECT_EQ(json_field<std::vector<int64_t>>(j, "ok", "input.json"), (std::vector<int64_t>{1, 2}));
+  EXPECT_THAT(field_error([&] { json_field<std::string>(j, "ok", "input.json"); }),
+              HasSubstr("input.json: field 'ok': wrong type"));
 }
 
 TEST(JsonFile, ErrorsNameThePath) {
