@@ -39,6 +39,9 @@ Document parse_document(RawDocument raw) {
     object = Json::parse(raw.payload);
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": invalid JSON at column ", e.byte, ": ", json_reason(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range for a number beyond double (1e999), which is not a parse_error.
+    fail(where, ": invalid JSON: ", json_reason(e.what()));
   }
   check(object.is_object(), where, ": expected a JSON object with a \"text\" field, got ", object.type_name());
   auto text = object.find("text");

@@ -132,6 +132,16 @@ TEST(CorpusReaderErrors, MalformedJsonNamesFileAndLine) {
   EXPECT_NE(message.find("invalid JSON"), std::string::npos) << message;
 }
 
+// nlohmann::json throws out_of_range, not parse_error, for a number beyond double: it escaped the
+// reader as a foreign exception type (and out of `data prepare`'s worker threads).
+TEST(CorpusReaderErrors, NumberBeyondDoubleNamesFileAndLine) {
+  TempDir dir;
+  write_file_atomic(dir / "big.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"x\", \"score\": 1e999}\n");
+  std::string message = error_of([&] { read_all({dir / "big.jsonl"}); });
+  EXPECT_NE(message.find((dir / "big.jsonl").string() + ":2: invalid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("1e999"), std::string::npos) << message;
+}
+
 TEST(CorpusReaderErrors, MissingOrNonStringTextNamesFileAndLine) {
   TempDir dir;
   write_file_atomic(dir / "a.jsonl", "{\"text\": \"ok\"}\n{\"id\": 1}\n");
