@@ -77,6 +77,15 @@ TEST(Safetensors, RejectsBadHeadersNamingTheField) {
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("overlap"), std::string::npos);
   write_raw(p, "{not json", 0);
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("invalid JSON"), std::string::npos);
+  // A number beyond double: nlohmann throws out_of_range (not parse_error), which escaped.
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("header: invalid JSON"), std::string::npos);
+  // A dimension that is not an exact integer (nlohmann would cast 1e300 with undefined behaviour).
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1e300], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("tensor 'w': field 'shape'[0]: expected an integer"),
+            std::string::npos);
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("field 'shape'[0]"), std::string::npos);
   // a header length larger than the file
   std::string bytes(8, '\0');
   uint64_t n = 1000;
