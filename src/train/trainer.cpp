@@ -75,7 +75,7 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TokenLoader> loader_, heldout_;
   LoaderState heldout_start_;
-  std::unique_ptr<MetricsLog> log_;
+  std::unique_ptr<MetricsWriter> log_;
   ProgressLine progress_line_;
   TrainingProgress progress_;
   fs::path tokenizer_dir_;
@@ -135,7 +135,7 @@ void Run::set_up() {
       check(!fs::exists(options_.out_dir / name), (options_.out_dir / name).string(),
             ": the run folder already holds a run; choose a new --out, or --resume its checkpoint");
     model_->initialize(r.seed);
-    log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl");
+    log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl");
     log_->event(0, 0.0, "start",
                 str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
                     " parameters, ", result_.device_description, ", ", result_.threads, " threads"));
@@ -151,7 +151,7 @@ void Run::resume() {
   CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
   loader_->restore(loader_state_from_json(c.loader_state));
   progress_ = c.progress;
-  log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl", progress_.step);
+  log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl", progress_.step);
   std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
                            fixed(progress_.clock_seconds, 1), " s");
   if (c.recipe_sha256 != result_.recipe_sha256)
