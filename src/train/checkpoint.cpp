@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <iomanip>
 #include <set>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json.h"
 
 namespace ct {
 
@@ -56,12 +58,10 @@ double parse_double(const SafetensorsFile& file, const std::string& key) {
   }
 }
 
+// json_from_text: every nlohmann exception (a number beyond double is out_of_range, not a
+// parse_error) and JSON nested too deep become errors naming the file and the field.
 Json parse_json(const SafetensorsFile& file, const std::string& key) {
-  try {
-    return Json::parse(file.metadata_value(key));
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(file.path().string(), ": __metadata__ field '", key, "': invalid JSON at byte ", e.byte);
-  }
+  return json_from_text(file.metadata_value(key), str(file.path().string(), ": __metadata__ field '", key, "'"));
 }
 
 // Doubles as text that reads back to the same value.
@@ -141,12 +141,25 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   for (const SafetensorsEntry& e : file.entries())
     check(expected.count(e.name) == 1, state_path.string(), ": unexpected tensor '", e.name, "'");
   CheckpointContents out;
-  out.progress.step = parse_int(file, "step");
-  out.progress.tokens = parse_int(file, "tokens");
-  out.progress.clock_seconds = parse_double(file, "clock_seconds");
-  out.progress.startup_seconds = parse_double(file, "startup_seconds");
-  out.progress.nonfinite_steps = parse_int(file, "nonfinite_steps");
-  const int64_t optimizer_steps = parse_int(file, "optimizer_steps");
+  // Counters and clocks are never negative, and the clocks are finite ("nan" and "inf" parse as
+  // doubles, and a NaN clock would never reach the budget).
+  auto counter = [&](const char* key) {
+    const int64_t v = parse_int(file, key);
+    check(v >= 0, state_path.string(), ": __metadata__ field '", key, "': expected a count >= 0, got ", v);
+    return v;
+  };
+  auto seconds = [&](const char* key) {
+    const double v = parse_double(file, key);
+    check(std::isfinite(v) && v >= 0, state_path.string(), ": __metadata__ field '", key,
+          "': expected finite seconds >= 0, got ", v);
+    return v;
+  };
+  out.progress.step = counter("step");
+  out.progress.tokens = counter("tokens");
+  out.progress.clock_seconds = seconds("clock_seconds");
+  out.progress.startup_seconds = seconds("startup_seconds");
+  out.progress.nonfinite_steps = counter("nonfinite_steps");
+  const int64_t optimizer_steps = counter("optimizer_steps");
   out.loader_state = parse_json(file, "loader_state");
   out.recipe = parse_json(file, "recipe");
   out.recipe_sha256 = file.metadata_value("recipe_sha256");

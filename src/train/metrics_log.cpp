@@ -18,8 +18,10 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_thr
       Json row;
       try {
         row = Json::parse(line);
-      } catch (const nlohmann::json::parse_error&) {
-        continue;  // a line cut by the crash that the resumed run continues from
+      } catch (const nlohmann::json::exception&) {
+        // A line cut by the crash that the resumed run continues from (parse_error), or one that
+        // no run wrote (out_of_range: a number beyond double).
+        continue;
       }
       if (row.contains("step") && row["step"].is_number_integer() && row["step"].get<int64_t>() > keep_through_step)
         continue;
