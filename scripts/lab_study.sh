@@ -5,20 +5,20 @@
 #   2. elasticity: the same recipe at 2 and 10 minutes (2 seeds each), fitted with the 5-minute runs.
 # Each experiment climbs the ladder: cpu-check (the test suite), probe (20 s), smoke (60 s), full.
 #
-# Usage: scripts/lab_study.sh [CLOCKTRAIN_BINARY]      (default build/release/src/cli/clocktrain)
+# Usage: scripts/lab_study.sh [CLOCKTRAIN_BINARY]      (default build/release/clocktrain)
 # Environment (all optional):
 #   LEDGER=lab-study.sqlite   the ledger file          REPORT=lab-study.html   the report
 #   RECIPE=cpu-small          the recipe               DATA=DIR                passed as --data DIR
 #   SEEDS="1 2 3 4"           noise seeds              ELASTICITY_SEEDS="1 2"  seeds at 2 and 10 min
 #   NOISE_BUDGET=300          ELASTICITY_BUDGETS="120 600"   PROBE_BUDGET=20   SMOKE_BUDGET=60
-#   CPU_CHECK="ctest --test-dir BUILD -j2"   the cpu-check command (BUILD: the binary's build folder)
+#   CPU_CHECK="ctest --test-dir BUILD -j2"   the cpu-check command (BUILD: the folder holding the binary)
 #   RUN_BINARY=BINARY         the binary whose `run` trains (tests substitute a fake one)
 #   DRY_RUN=1                 print the commands instead of running them
 # Wall time at the defaults: 8 x 5 min + 2 x 2 min + 2 x 10 min of training, two probes and smokes,
 # each run's start-up and evaluation, and the test suite twice: plan for about 90 minutes.
 set -euo pipefail
 
-BIN=${1:-build/release/src/cli/clocktrain}
+BIN=${1:-build/release/clocktrain}
 LEDGER=${LEDGER:-lab-study.sqlite}
 REPORT=${REPORT:-lab-study.html}
 RECIPE=${RECIPE:-cpu-small}
@@ -32,7 +32,7 @@ RUN_BINARY=${RUN_BINARY:-$BIN}
 DRY_RUN=${DRY_RUN:-}
 
 if [[ -z ${CPU_CHECK:-} ]]; then
-  build_dir=$(cd "$(dirname "$BIN")/../.." 2>/dev/null && pwd || true)
+  build_dir=$(cd "$(dirname "$BIN")" 2>/dev/null && pwd || true)
   if [[ -z $DRY_RUN && ! -f $build_dir/CTestTestfile.cmake ]]; then
     echo "lab_study.sh: no CTestTestfile.cmake in '$build_dir' (the build folder of $BIN); set CPU_CHECK" >&2
     exit 2

@@ -27,20 +27,22 @@ struct BpbArgs {
 void run_bpb(const BpbArgs& args) {
   const DataLayout layout{resolve_data_dir(args.data)};
   auto backend = make_backend(args.backend);
-  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint);
+  // The evaluator reads the checkpoint and the pinned validation documents, nothing else.
+  ReadGuard guard;
+  allow_evaluator_reads(guard, {args.checkpoint, layout.val()});
+  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint, &guard);
   ProgressLine progress;
   BpbOptions options;
   options.max_target_tokens = args.tokens;
   options.progress = [&](int64_t done, int64_t total) {
     progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
   };
-  std::vector<std::string> files_read = checkpoint.files_read;
-  BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens, &files_read);
+  BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens, &guard);
   progress.finish();
   OrderedJson j = bpb_result_json(result);
   j["checkpoint"] = args.checkpoint;
   j["checkpoint_sha256"] = checkpoint.weights_sha256;
-  j["files_read"] = files_read;
+  j["files_read"] = guard.opened();
   j["backend"] = backend->device_description();
   if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
   if (args.json) {
@@ -77,8 +79,12 @@ void run_core(const CoreArgs& args) {
   const std::filesystem::path bundle =
       args.bundle.empty() ? DataLayout{resolve_data_dir(args.data)}.eval_bundle() : std::filesystem::path(args.bundle);
   auto backend = make_backend(args.backend);
-  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint);
+  // The evaluator reads the checkpoint and the CORE bundle, nothing else.
+  ReadGuard guard;
+  allow_evaluator_reads(guard, {args.checkpoint, bundle});
+  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint, &guard);
   CoreOptions options;
+  options.read_guard = &guard;
   options.max_per_task = args.max_per_task;
   options.tasks = split_commas(args.tasks);
   options.batch_tokens = args.batch_tokens;
@@ -92,9 +98,7 @@ void run_core(const CoreArgs& args) {
   OrderedJson j = core_result_json(result);
   j["checkpoint"] = args.checkpoint;
   j["checkpoint_sha256"] = checkpoint.weights_sha256;
-  std::vector<std::string> files_read = checkpoint.files_read;
-  files_read.insert(files_read.end(), result.files_read.begin(), result.files_read.end());
-  j["files_read"] = files_read;
+  j["files_read"] = guard.opened();
   j["backend"] = backend->device_description();
   if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
   if (!args.dump_prompts.empty()) write_file_atomic(args.dump_prompts, core_rows_json(result).dump() + "\n");

@@ -207,7 +207,7 @@ bool LineReader::next(std::string& line) {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (end_ == buffer_.size()) buffer_.resize(std::max<size_t>(size_t{1} << 20, buffer_.size() * 2));
+    if (end_ == buffer_.size()) buffer_.resize(std::max<size_t>(size_t{4} << 20, buffer_.size() * 2));
     size_t n = source_->read(buffer_.data() + end_, buffer_.size() - end_);
     if (n == 0) {
       eof_ = true;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/read_guard.h"
 #include "util/sha256.h"
 
 namespace ct {
@@ -61,9 +62,9 @@ LoaderState loader_state_from_json(const Json& json) {
 }
 
 TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& split, int64_t batch_rows,
-                         int64_t seq_len, uint64_t seed, int rank, int world_size)
+                         int64_t seq_len, uint64_t seed, int rank, int world_size, ReadGuard* read_guard)
     : dir_(dir), split_(split), batch_rows_(batch_rows), seq_len_(seq_len), seed_(seed), rank_(rank),
-      world_size_(world_size) {
+      world_size_(world_size), read_guard_(read_guard) {
   check(split != "val", "token loader: refusing split \"val\": the pinned validation documents are read only by ",
         "the evaluator, never by training (use \"heldout\" for the trainer's loss)");
   check(split == "train" || split == "heldout", "token loader: split must be \"train\" or \"heldout\", got \"",
@@ -73,12 +74,15 @@ TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& sp
   check(world_size > 0 && rank >= 0 && rank < world_size, "token loader: rank ", rank, " is not in [0, ",
         world_size, ")");
   const auto manifest_path = dir / kManifestFileName;
-  manifest_ = load_manifest(manifest_path);
   paths_opened_.push_back(manifest_path);
+  manifest_ = load_manifest(read_guard_ ? read_guard_->admit(manifest_path) : manifest_path);
   manifest_sha256_ = ct::manifest_sha256(manifest_);
   shards_ = manifest_.shards_of(split);
   check(!shards_.empty(), manifest_path.string(), ": no shards for split \"", split, "\"");
   for (const auto& shard : shards_) {
+    // A missing shard fails now, before training starts, rather than hours into it.
+    check(std::filesystem::is_regular_file(dir / shard.name), (dir / shard.name).string(),
+          ": listed in the manifest for split \"", split, "\" but missing");
     // Windows k = 0, 1, ... cover tokens [k*T, k*T + T]; the last must end inside the shard.
     windows_.push_back(shard.tokens > seq_len ? (shard.tokens - 1) / seq_len : 0);
     rows_per_epoch_ += windows_.back();
@@ -94,6 +98,8 @@ TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& sp
 }
 
 TokenLoader::~TokenLoader() = default;
+TokenLoader::TokenLoader(TokenLoader&&) noexcept = default;
+TokenLoader& TokenLoader::operator=(TokenLoader&&) noexcept = default;
 
 void TokenLoader::ensure_epoch_layout(int64_t epoch) {
   if (layout_.epoch == epoch) return;
@@ -123,7 +129,7 @@ const ShardFile& TokenLoader::open_shard(size_t shard_index) {
   const ShardRecord& record = shards_[shard_index];
   const auto path = dir_ / record.name;
   paths_opened_.push_back(path);
-  ShardFile shard = ShardFile::open(path);
+  ShardFile shard = ShardFile::open(read_guard_ ? read_guard_->admit(path) : path);
   auto bytes = shard.file_bytes();
   Sha256 hash;
   hash.update(bytes.data(), bytes.size());

@@ -12,7 +12,9 @@
 //
 // Only shards that the manifest lists for the split are opened, each checked against the manifest's
 // SHA-256 when first opened. The split "val" is refused: the trainer can never read the pinned
-// validation documents through this class (harness.md, the data gate).
+// validation documents through this class (harness.md, the data gate). With a ReadGuard
+// (util/read_guard.h), every file is admitted by the guard before it is opened, so a manifest or a
+// shard that resolves into val/ or eval_bundle/ is refused and the guard records what was read.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -26,6 +28,8 @@
 #include "util/json.h"
 
 namespace ct {
+
+class ReadGuard;
 
 struct LoaderState {
   // Identity: a state is restored only into a loader of the same split, seed, row length and data.
@@ -45,10 +49,13 @@ LoaderState loader_state_from_json(const Json& json);
 
 class TokenLoader {
  public:
-  // dir holds manifest.json and the shards; split "train" or "heldout".
+  // dir holds manifest.json and the shards; split "train" or "heldout". `read_guard` (optional,
+  // must outlive the loader) admits every file before it is opened.
   TokenLoader(const std::filesystem::path& dir, const std::string& split, int64_t batch_rows, int64_t seq_len,
-              uint64_t seed, int rank = 0, int world_size = 1);
+              uint64_t seed, int rank = 0, int world_size = 1, ReadGuard* read_guard = nullptr);
   ~TokenLoader();
+  TokenLoader(TokenLoader&&) noexcept;
+  TokenLoader& operator=(TokenLoader&&) noexcept;
 
   // Fills inputs and targets, each batch_rows * seq_len int32 (row-major [batch_rows, seq_len]).
   void next_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
@@ -84,6 +91,7 @@ class TokenLoader {
   int64_t batch_rows_, seq_len_;
   uint64_t seed_;
   int rank_, world_size_;
+  ReadGuard* read_guard_;
   Manifest manifest_;
   std::string manifest_sha256_;
   std::vector<ShardRecord> shards_;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <future>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -107,34 +108,74 @@ std::vector<EncodedDocument> encode_batch(std::vector<RawDocument>& batch, const
   return encoded;
 }
 
-// Reads raw documents until the batch holds about `batch_bytes` of payload; false when none were left.
-bool read_batch(CorpusReader& reader, int64_t batch_bytes, std::vector<RawDocument>& batch) {
-  batch.clear();
-  int64_t bytes = 0;
-  RawDocument raw;
-  while (bytes < batch_bytes && reader.next(raw)) {
-    bytes += static_cast<int64_t>(raw.payload.size());
-    batch.push_back(std::move(raw));
-    raw = RawDocument{};
+// Reads batches of raw documents (about `batch_bytes` of payload each) one batch ahead on a helper
+// thread, so that decompression and line splitting overlap the encoding of the batch before.
+// A reading error surfaces from the next() that would have returned that batch.
+class PrefetchingBatchReader {
+ public:
+  PrefetchingBatchReader(std::vector<fs::path> files, int64_t batch_bytes)
+      : reader_(std::move(files)), batch_bytes_(batch_bytes) {}
+
+  bool next(std::vector<RawDocument>& batch) {
+    if (!pending_.valid()) pending_ = start();
+    batch = pending_.get();
+    if (batch.empty()) return false;
+    pending_ = start();
+    return true;
   }
-  return !batch.empty();
+
+ private:
+  std::future<std::vector<RawDocument>> start() {
+    return std::async(std::launch::async, [this] {
+      std::vector<RawDocument> batch;
+      int64_t bytes = 0;
+      RawDocument raw;
+      while (bytes < batch_bytes_ && reader_.next(raw)) {
+        bytes += static_cast<int64_t>(raw.payload.size());
+        batch.push_back(std::move(raw));
+        raw = RawDocument{};
+      }
+      return batch;
+    });
+  }
+
+  CorpusReader reader_;
+  int64_t batch_bytes_;
+  std::future<std::vector<RawDocument>> pending_;  // last member: its destructor waits for the read
+};
+
+// The first pass over the corpus: how many documents, how many bytes (lines, not yet parsed), one
+// file per thread.
+std::pair<int64_t, uint64_t> count_documents(const std::vector<fs::path>& files, int threads) {
+  std::vector<int64_t> documents(files.size(), 0);
+  std::vector<uint64_t> bytes(files.size(), 0);
+  std::vector<std::exception_ptr> errors(files.size());
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      CorpusReader reader({files[i]});
+      RawDocument raw;
+      while (reader.next(raw)) ++documents[i];
+      bytes[i] = reader.bytes_read();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  }
+  for (auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return {std::accumulate(documents.begin(), documents.end(), int64_t{0}),
+          std::accumulate(bytes.begin(), bytes.end(), uint64_t{0})};
 }
 
-// The first pass over the corpus: how many documents, how many bytes (lines, not yet parsed).
-std::pair<int64_t, uint64_t> count_documents(const std::vector<fs::path>& files) {
-  CorpusReader reader(files);
-  RawDocument raw;
-  int64_t documents = 0;
-  while (reader.next(raw)) ++documents;
-  return {documents, reader.bytes_read()};
-}
-
-std::vector<SourceRecord> describe_sources(const std::vector<fs::path>& files, const fs::path& data_dir,
+// Paths are recorded relative to the data folder ("corpus/train_000.jsonl.zst"), so that the
+// manifest does not depend on where the data lives.
+std::vector<SourceRecord> describe_sources(const std::vector<fs::path>& files, const std::string& folder,
                                            const std::string& split) {
   std::vector<SourceRecord> records(files.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < files.size(); ++i) {
-    records[i].path = fs::relative(files[i], data_dir).generic_string();
+    records[i].path = folder + "/" + files[i].filename().string();
     records[i].split = split;
     records[i].bytes = fs::file_size(files[i]);
     records[i].sha256 = sha256_file(files[i]);
@@ -168,8 +209,8 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   manifest.vocab_size = encoder.vocab_size();
   manifest.bos_id = encoder.bos_id();
   manifest.shard_version = shard_version_for_vocab(manifest.vocab_size);
-  manifest.sources = describe_sources(corpus_files, settings.data_dir, "train");
-  for (auto& s : describe_sources(val_files, settings.data_dir, "val")) manifest.sources.push_back(std::move(s));
+  manifest.sources = describe_sources(corpus_files, "corpus", "train");
+  for (auto& s : describe_sources(val_files, "val", "val")) manifest.sources.push_back(std::move(s));
 
   Progress progress;
   progress.enabled = settings.progress;
@@ -182,9 +223,9 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   uint64_t val_bytes = 0;
   {
     progress.stage = "val";
-    CorpusReader reader(val_files);
+    PrefetchingBatchReader reader(val_files, settings.batch_bytes);
     std::vector<RawDocument> batch;
-    while (read_batch(reader, settings.batch_bytes, batch)) {
+    while (reader.next(batch)) {
       for (auto& doc : encode_batch(batch, encoder, threads, true, progress)) {
         val_text_hashes.insert(doc.text_sha256);
         val_bytes += doc.text_bytes;
@@ -196,7 +237,7 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   // 2. A first pass over the corpus: documents and bytes, to place the held-out slice.
   progress.stage = "counting corpus";
   progress.draw(true);
-  auto [corpus_documents, corpus_bytes] = count_documents(corpus_files);
+  auto [corpus_documents, corpus_bytes] = count_documents(corpus_files, threads);
   check(corpus_documents > 0, corpus_dir.string(), ": empty corpus: no documents in ", corpus_files.size(),
         " file(s)");
   progress.total_bytes = corpus_bytes + progress.text_bytes.load();
@@ -209,9 +250,9 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   int64_t val_copies_excluded = 0, document_index = 0;
   {
     progress.stage = "corpus";
-    CorpusReader reader(corpus_files);
+    PrefetchingBatchReader reader(corpus_files, settings.batch_bytes);
     std::vector<RawDocument> batch;
-    while (read_batch(reader, settings.batch_bytes, batch)) {
+    while (reader.next(batch)) {
       for (auto& doc : encode_batch(batch, encoder, threads, !val_text_hashes.empty(), progress)) {
         int64_t index = document_index++;
         if (!val_text_hashes.empty() && val_text_hashes.count(doc.text_sha256) > 0) {

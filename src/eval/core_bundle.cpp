@@ -10,6 +10,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/json.h"
+#include "util/read_guard.h"
 
 namespace ct {
 
@@ -104,12 +105,14 @@ std::map<std::string, double> read_random_baselines(const std::filesystem::path&
 
 }  // namespace
 
-CoreBundle load_core_bundle(const std::filesystem::path& dir) {
+CoreBundle load_core_bundle(const std::filesystem::path& dir, ReadGuard* guard) {
   CoreBundle bundle;
   bundle.root = dir;
   const auto yaml_path = dir / "core.yaml";
   check(std::filesystem::exists(yaml_path), yaml_path.string(), ": file not found (is ", dir.string(),
         " a CORE eval bundle?)");
+  if (guard) guard->admit(yaml_path);
+  if (guard) guard->admit(dir / "eval_meta_data.csv");
   YAML::Node root;
   try {
     root = YAML::LoadFile(yaml_path.string());

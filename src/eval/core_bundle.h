@@ -8,6 +8,8 @@
 
 namespace ct {
 
+class ReadGuard;
+
 enum class CoreTaskType { kMultipleChoice, kSchema, kLanguageModeling };
 
 // "multiple_choice", "schema", "language_modeling" (the icl_task_type spelling).
@@ -34,8 +36,8 @@ struct CoreBundle {
 
 // Reads core.yaml and eval_meta_data.csv and checks which data files exist. Errors name the file,
 // the line and the field (a task without a random baseline is an error; a missing data file is not:
-// it is reported by missing_labels()).
-CoreBundle load_core_bundle(const std::filesystem::path& dir);
+// it is reported by missing_labels()). With a guard, each file is admitted before it is read.
+CoreBundle load_core_bundle(const std::filesystem::path& dir, ReadGuard* guard = nullptr);
 
 // One JSONL row of a task, with the fields its type uses.
 struct CoreRow {

@@ -11,6 +11,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/python_random.h"
+#include "util/read_guard.h"
 
 namespace ct {
 
@@ -195,7 +196,6 @@ CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, S
   CoreResult result;
   result.missing_tasks = bundle.missing_labels();
   result.max_per_task = options.max_per_task;
-  result.files_read = {(bundle.root / "core.yaml").string(), (bundle.root / "eval_meta_data.csv").string()};
   std::vector<const CoreTaskSpec*> chosen;
   if (options.tasks.empty()) {
     for (const auto& t : bundle.tasks)
@@ -215,8 +215,8 @@ CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, S
     auto key = std::make_pair(t->data_path.string(), static_cast<int>(t->type));
     auto it = loaded.find(key);
     if (it == loaded.end()) {
+      if (options.read_guard) options.read_guard->admit(t->data_path);
       it = loaded.emplace(key, load_core_rows(t->data_path, t->type)).first;
-      result.files_read.push_back(t->data_path.string());
     }
     result.tasks.push_back(evaluate_core_task(*t, it->second, encoder, scorer, options));
     centered_sum += result.tasks.back().centered;

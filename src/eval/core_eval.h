@@ -27,6 +27,8 @@ struct CoreOptions {
   bool keep_rows = false;          // keep every row's prompts, tokens, spans and losses
   // Called after each scorer call: (task label, rows done, rows in the task).
   std::function<void(const std::string&, int64_t, int64_t)> progress;
+  // When set, every task file is admitted by the guard before it is read (util/read_guard.h).
+  ReadGuard* read_guard = nullptr;
 };
 
 // One evaluated row, kept when CoreOptions::keep_rows is set (for --dump-prompts and parity tests).
@@ -65,7 +67,6 @@ struct CoreResult {
   double core = 0;                         // mean of centered over the evaluated tasks
   int64_t max_per_task = 0;
   bool task_subset = false;                // --tasks chose some of the present tasks
-  std::vector<std::string> files_read;     // core.yaml, eval_meta_data.csv and the task files read
 };
 
 double centered_accuracy(double accuracy, double random_baseline_percent);

@@ -34,7 +34,6 @@ OrderedJson core_result_json(const CoreResult& result) {
   j["missing_tasks"] = result.missing_tasks;
   j["max_per_task"] = result.max_per_task;
   j["task_subset"] = result.task_subset;
-  j["files_read"] = result.files_read;
   j["tasks"] = OrderedJson::array();
   for (const auto& t : result.tasks) j["tasks"].push_back(task_summary_json(t));
   return j;

@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "lab/child_process.h"
-#include "lab/environment.h"
+#include "harness/environment.h"
 #include "lab/lab_commands.h"
 #include "lab/text_table.h"
 #include "util/clock.h"
@@ -119,7 +119,8 @@ int64_t lab_run(const RunOptions& o, std::ostream& out) {
     argv.push_back("--out");
     argv.push_back(out_dir.string());
   }
-  auto captured = capture_environment();
+  // The same filter the harness applies to result.json's environment (harness/environment.h).
+  auto captured = ct::capture_environment();
   out << "lab run: " << shell_join(argv) << "\n" << std::flush;
   ChildResult child = run_child(argv, 0);
   auto produced = find_produced_run(out_dir, child.started_unix);

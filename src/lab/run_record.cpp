@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "harness/result.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -73,7 +74,12 @@ RunRecord read_run_record(const fs::path& path) {
   fs::path folder = fs::absolute(file).parent_path();
   std::error_code ec;
   fs::path canonical = fs::canonical(folder, ec);
-  return parse_run_record(read_file(file), ec ? folder : canonical, file.string());
+  std::string text = read_file(file);
+  RunRecord run = parse_run_record(text, ec ? folder : canonical, file.string());
+  // Every field as the harness validates it (types, ranges, SHA-256s, the gate's consistency): the
+  // lab records no result that `clocktrain board` would refuse.
+  result_from_json(run.result, file.string());
+  return run;
 }
 
 std::map<std::string, std::string> run_fingerprint(const RunRecord& run) {

@@ -25,11 +25,12 @@ struct RunRecord {
   std::map<std::string, std::string> environment;
 };
 
-// Reads `path` (a run folder holding result.json, or the result.json itself). Errors name the file
-// and the field that is missing or of the wrong type.
+// Reads `path` (a run folder holding result.json, or the result.json itself) and validates it as
+// the harness does (harness/result.h). Errors name the file and the field that is wrong.
 RunRecord read_run_record(const std::filesystem::path& path);
 
-// Builds a record from result.json text already in hand (as stored in the ledger).
+// Builds a record from result.json text already in hand (as stored in the ledger): only the fields
+// the lab needs are checked, so that a ledger written under older validation rules stays readable.
 RunRecord parse_run_record(const std::string& result_text, const std::filesystem::path& run_dir,
                            const std::string& where);
 

@@ -1,5 +1,7 @@
 // Causal attention against a full-softmax reference: forward, lse, backward by finite differences,
 // grouped-query heads, the KV-cache path (Tq < Tk), f32 against f64 and determinism.
+#include <cstdlib>
+
 #include "backend_test_support.h"
 #include "util/threads.h"
 
@@ -154,6 +156,35 @@ TEST(Attention, DeterministicAcrossRunsAndThreadCounts) {
     EXPECT_EQ(first.dk, other->dk);
     EXPECT_EQ(first.dv, other->dv);
   }
+}
+
+TEST(Attention, OneDnnTilesMatchOpenBlasTiles) {
+  // The tiles' products go through the f32 GEMM library; both must give the same attention.
+  ::setenv("CLOCKTRAIN_CPU_GEMM", "onednn", 1);
+  BackendOptions options;
+  std::unique_ptr<Backend> onednn = create_backend(options);
+  ::unsetenv("CLOCKTRAIN_CPU_GEMM");
+  EXPECT_NE(onednn->device_description().find("f32 GEMM: onednn"), std::string::npos) << onednn->device_description();
+  AttentionCase a{2, 100, 100, 2, 1, 16};
+  Values q = random_values(a.q_numel(), 130), k = random_values(a.kv_numel(), 131), v = random_values(a.kv_numel(), 132);
+  AttentionRun reference = run_attention(DType::f32, a, q, k, v, q);
+  Buffer qb(*onednn, a.q_shape(), DType::f32), kb(*onednn, a.kv_shape(), DType::f32), vb(*onednn, a.kv_shape(), DType::f32),
+      out(*onednn, a.q_shape(), DType::f32), lse(*onednn, Shape{2, 2, 100}, DType::f32), dq(*onednn, a.q_shape(), DType::f32),
+      dk(*onednn, a.kv_shape(), DType::f32), dv(*onednn, a.kv_shape(), DType::f32);
+  onednn->upload(qb, q.data(), DType::f64);
+  onednn->upload(kb, k.data(), DType::f64);
+  onednn->upload(vb, v.data(), DType::f64);
+  onednn->attention_forward(out, lse, qb, kb, vb, a.scale());
+  onednn->attention_backward(dq, dk, dv, qb, out, lse, qb, kb, vb, a.scale());
+  auto read_from = [&](const Tensor& t) {
+    Values values(static_cast<size_t>(t.numel()));
+    onednn->download(values.data(), DType::f64, t);
+    return values;
+  };
+  EXPECT_LT(relative_error(read_from(out), reference.out), 1e-5);
+  EXPECT_LT(relative_error(read_from(dq), reference.dq), 1e-5);
+  EXPECT_LT(relative_error(read_from(dk), reference.dk), 1e-5);
+  EXPECT_LT(relative_error(read_from(dv), reference.dv), 1e-5);
 }
 
 TEST(Attention, RejectsBadShapes) {

@@ -1,6 +1,7 @@
 // Softcapped cross-entropy: per-row losses and argmax against a naive reference, ignored targets,
 // ties, the backward pass by finite differences (also in place), f32 against f64.
 #include "backend_test_support.h"
+#include "util/threads.h"
 
 namespace ct::test {
 namespace {
@@ -115,6 +116,23 @@ TEST(CrossEntropy, RejectsBadTargetsAndShapes) {
                {"softcap_cross_entropy_backward", "targets", "expected 2"});
   expect_error([&] { cpu().softcap_cross_entropy_forward(losses, Tensor{}, logits, good, -1.0); },
                {"softcap_cross_entropy_forward", "softcap"});
+}
+
+TEST(CrossEntropy, LargeInputsSameForOneAndTwoThreads) {
+  const int64_t rows = 60, vocab = 1000;
+  Values logits = random_values(rows * vocab, 191, 5.0);
+  std::vector<int32_t> targets(static_cast<size_t>(rows));
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = i % 7 == 0 ? -1 : static_cast<int32_t>(i * 13 % vocab);
+  int saved = thread_count();
+  set_thread_count(1);
+  CrossEntropyRun one = run_cross_entropy(DType::f32, logits, targets, vocab, 15.0, 0.01, true);
+  set_thread_count(2);
+  CrossEntropyRun two = run_cross_entropy(DType::f32, logits, targets, vocab, 15.0, 0.01, true);
+  set_thread_count(saved);
+  EXPECT_EQ(one.losses, two.losses);
+  EXPECT_EQ(one.dlogits, two.dlogits);
+  EXPECT_EQ(one.argmax, two.argmax);
+  EXPECT_LT(relative_error(one.losses, naive_losses(logits, targets, vocab, 15.0)), 1e-5);
 }
 
 }  // namespace

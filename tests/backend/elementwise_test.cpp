@@ -87,6 +87,7 @@ TEST(Fill, EveryDtype) {
   cpu().download(out.data(), DType::i32, ids);
   EXPECT_EQ(out, std::vector<int32_t>(4, -1));
   expect_error([&] { cpu().fill(ids, 0.5); }, {"fill", "i32"});
+  expect_error([&] { cpu().fill(ids, 1e10); }, {"fill", "i32"});
 }
 
 TEST(Copy, ConvertsBetweenFloatDtypes) {

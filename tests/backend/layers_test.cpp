@@ -1,6 +1,7 @@
 // embedding, rmsnorm, rope_qknorm and relu2: f64 forward against naive host code, backward
 // against float64 finite differences, f32 against f64.
 #include "backend_test_support.h"
+#include "util/threads.h"
 
 namespace ct::test {
 namespace {
@@ -115,7 +116,12 @@ TEST(Rmsnorm, F32SideValuesWithF64Compute) {
 struct RopeCase {
   int64_t batch = 2, time = 5, heads = 3, head_dim = 8, max_time = 9, pos_offset = 2;
   Values cos, sin;
-  RopeCase() {
+  RopeCase() { build_tables(); }
+  RopeCase(int64_t b, int64_t t, int64_t h, int64_t d, int64_t t_max, int64_t offset)
+      : batch(b), time(t), heads(h), head_dim(d), max_time(t_max), pos_offset(offset) {
+    build_tables();
+  }
+  void build_tables() {
     int64_t half = head_dim / 2;
     for (int64_t t = 0; t < max_time; ++t)
       for (int64_t j = 0; j < half; ++j) {
@@ -196,6 +202,59 @@ TEST(Relu2, ForwardAndBackward) {
   expect_gradient_matches([&](const Values& xs) { return forward(DType::f64, xs); }, x, w, read(dx));
   EXPECT_LT(relative_error(forward(DType::f32, x), y), 1e-6);
   expect_error([&] { cpu().relu2_forward(Buffer(cpu(), Shape{41}, DType::f64), xb); }, {"relu2_forward", "y"});
+}
+
+}  // namespace
+}  // namespace ct::test
+
+namespace ct::test {
+namespace {
+
+// ---- the multithreaded paths (sizes above the parallel threshold) ---------------------------------
+
+// Runs fn with 1 and then 2 threads and expects the same values, bit for bit.
+void expect_same_for_one_and_two_threads(const std::function<Values()>& fn) {
+  int saved = thread_count();
+  set_thread_count(1);
+  Values one = fn();
+  set_thread_count(2);
+  Values two = fn();
+  set_thread_count(saved);
+  EXPECT_EQ(one, two);
+}
+
+TEST(ParallelPaths, LargeInputsMatchNaiveAndThreadCountsAgree) {
+  const int64_t rows = 600, width = 128, vocab = 1000;
+  Values x = random_values(rows * width, 190);
+  std::vector<int32_t> ids(rows);
+  for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37) % 50);  // repeats
+  Buffer tokens = make_tokens(Shape{rows}, ids);
+
+  expect_same_for_one_and_two_threads([&] {  // rmsnorm forward + backward
+    RmsnormResult r = run_rmsnorm(DType::f32, x, x, Values(x.size(), 0.0), width);
+    EXPECT_LT(relative_error(r.y, naive_rmsnorm(x, width)), 1e-6);
+    Values all = r.y;
+    all.insert(all.end(), r.dx.begin(), r.dx.end());
+    return all;
+  });
+  expect_same_for_one_and_two_threads([&] {  // embedding backward with repeated tokens
+    Buffer dtable(cpu(), Shape{50, width}, DType::f32), dout = make_buffer(Shape{rows, width}, DType::f32, x);
+    cpu().embedding_backward(dtable, dout, tokens);
+    Values result = read(dtable), expected(50 * width, 0.0);
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t c = 0; c < width; ++c)
+        expected[static_cast<size_t>(ids[n] * width + c)] += static_cast<float>(x[static_cast<size_t>(n * width + c)]);
+    EXPECT_LT(relative_error(result, expected), 1e-5);
+    return result;
+  });
+  expect_same_for_one_and_two_threads([&] {  // rope + QK norm, forward and backward
+    RopeCase rc(8, 40, 4, 32, 50, 7);
+    Values xr = random_values(rc.numel(), 192), dy = random_values(rc.numel(), 193);
+    auto [y, dx] = rc.run(DType::f32, xr, dy);
+    EXPECT_LT(relative_error(y, rc.naive_forward(xr)), 1e-6);
+    y.insert(y.end(), dx.begin(), dx.end());
+    return y;
+  });
 }
 
 }  // namespace

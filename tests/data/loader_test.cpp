@@ -9,6 +9,7 @@
 #include "data/prepare.h"
 #include "data_test_support.h"
 #include "util/error.h"
+#include "util/read_guard.h"
 
 namespace ct {
 namespace {
@@ -216,6 +217,38 @@ TEST(Loader, RefusesTheValidationSplitAndNeverOpensItsShards) {
   }
 }
 
+TEST(Loader, AReadGuardAdmitsEveryFileAndRefusesValidationData) {
+  TempDir dir;
+  fs::path data = dir / "data", prepared = dir / "prepared";
+  fs::create_directories(data / "val");
+  fs::create_directories(prepared);
+  make_data(prepared);
+  ReadGuard guard;
+  guard.forbid_pinned_evaluation_data(DataLayout{data});
+  {
+    TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
+    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
+    std::vector<std::string> expected = {canonical_for_guard(prepared / "manifest.json").string()};
+    for (const auto& [name, sha] : loader.shards_read()) expected.push_back(canonical_for_guard(prepared / name).string());
+    EXPECT_EQ(guard.opened(), expected);
+    EXPECT_TRUE(guard.refused().empty());
+  }
+  // A shard that is really a file of the validation folder (a link) is refused when first opened.
+  fs::rename(prepared / "train_002.bin", data / "val" / "moved.bin");
+  fs::create_symlink(data / "val" / "moved.bin", prepared / "train_002.bin");
+  TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
+  std::string message = error_of([&] {
+    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
+  });
+  EXPECT_NE(message.find("train_002.bin: refused"), std::string::npos) << message;
+  ASSERT_EQ(guard.refused().size(), 1u);
+  EXPECT_EQ(guard.refused()[0], canonical_for_guard(data / "val" / "moved.bin").string());
+  // And a data folder inside val/ is refused at once, at its manifest.
+  fs::rename(prepared, data / "val" / "prepared");
+  message = error_of([&] { TokenLoader(data / "val" / "prepared", "train", 2, 8, 1, 0, 1, &guard); });
+  EXPECT_NE(message.find("manifest.json: refused"), std::string::npos) << message;
+}
+
 TEST(Loader, ShardChangedAfterPreparationIsAnErrorNamingIt) {
   TempDir dir;
   make_data(dir.path());
@@ -230,11 +263,19 @@ TEST(Loader, ShardChangedAfterPreparationIsAnErrorNamingIt) {
   EXPECT_NE(message.find("does not match the manifest"), std::string::npos) << message;
 
   fs::remove(dir / "train_001.bin");
-  TokenLoader again(dir.path(), "train", 2, 8, 1);
-  message = error_of([&] {
-    for (int step = 0; step < again.batches_per_epoch(); ++step) next(again);
-  });
-  EXPECT_NE(message.find("train_00"), std::string::npos) << message;
+  message = error_of([&] { TokenLoader(dir.path(), "train", 2, 8, 1); });
+  EXPECT_NE(message.find("train_001.bin: listed in the manifest for split \"train\" but missing"), std::string::npos)
+      << message;
+}
+
+TEST(Loader, MovesWithItsPosition) {
+  TempDir dir;
+  make_data(dir.path());
+  TokenLoader a(dir.path(), "train", 2, 8, 4), reference(dir.path(), "train", 2, 8, 4);
+  next(a);
+  next(reference);
+  TokenLoader moved = std::move(a);
+  EXPECT_EQ(next(moved), next(reference));
 }
 
 TEST(Loader, TooLittleDataForOneStepIsAnError) {

@@ -9,6 +9,7 @@
 #include "eval_fakes.h"
 #include "test_support.h"
 #include "util/error.h"
+#include "util/read_guard.h"
 
 namespace ct {
 namespace {
@@ -260,6 +261,30 @@ TEST(CoreEval, FewShotsFromFewRowsAndMaxPerTask) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r4.tasks[0].row_records[i].line, shuffled[i].line);
   EXPECT_THROW(evaluate_core(bundle, enc, fake, CoreOptions{.tasks = {"absent_task"}}), Error);
   EXPECT_THROW(evaluate_core(bundle, enc, fake, CoreOptions{.tasks = {"nope"}}), Error);
+}
+
+TEST(CoreEval, ReadGuardSeesEveryFileAndRefusesOthers) {
+  test::ToyEncoder enc;
+  test::HashFakeScorer fake(64);
+  ReadGuard guard;
+  guard.allow(small_bundle());
+  CoreOptions opt;
+  opt.read_guard = &guard;
+  opt.tasks = {"mc_default", "lm_merge"};
+  evaluate_core(load_core_bundle(small_bundle(), &guard), enc, fake, opt);
+  const auto b = canonical_for_guard(small_bundle());
+  EXPECT_EQ(guard.opened(), (std::vector<std::string>{(b / "core.yaml").string(), (b / "eval_meta_data.csv").string(),
+                                                      (b / "eval_data/mc/mc_default.jsonl").string(),
+                                                      (b / "eval_data/lm/lm_merge.jsonl").string()}));
+  test::TempDir elsewhere;
+  ReadGuard strict;
+  strict.allow(elsewhere.path());
+  try {
+    load_core_bundle(small_bundle(), &strict);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

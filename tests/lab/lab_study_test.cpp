@@ -14,7 +14,9 @@ TEST(LabStudy, ScriptRunsTheWholeStudyAgainstAFakeRun) {
   spec.budget_seconds = 515151;
   spec.steps = 616161;
   spec.val_bpb = 7.171717;
-  write_file_atomic(dir / "template.json", test::result_json(spec, dir / "x").dump(2));
+  Json result = test::result_json(spec, dir / "x");
+  result["train_clock_seconds"] = 525252;  // replaced by budget - 1
+  write_file_atomic(dir / "template.json", result.dump(2));
   fs::path fake = dir / "fake-run";
   write_file_atomic(fake, R"(#!/bin/sh
 [ "$1" = run ] || exit 64
@@ -29,7 +31,7 @@ count=$(cat "$count_file" 2>/dev/null || echo 0); count=$((count + 1)); echo $co
 set -- $(awk -v b="$budget" -v s="$seed" -v n="$count" \
   'BEGIN { steps = int(b / 3); printf "%d %.6f", steps, 3 - 0.2 * log(steps) + 0.002 * (s % 3) + 0.0003 * (n % 2) }')
 mkdir -p "$out/run"
-sed -e "s/424242/$seed/" -e "s/515151.0/$budget.0/" -e "s/515151/$budget/" -e "s/616161/$1/" -e "s/7.171717/$2/" \
+sed -e "s/424242/$seed/" -e "s/525252/$((budget - 1))/" -e "s/515151.0/$budget.0/" -e "s/515151/$budget/" -e "s/616161/$1/" -e "s/7.171717/$2/" \
   ")" + (dir / "template.json").string() + R"(" > "$out/run/result.json"
 )");
   fs::permissions(fake, fs::perms::owner_all);

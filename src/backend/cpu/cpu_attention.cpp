@@ -15,6 +15,10 @@
 //   dp_ij = dout_i . v_j;   ds_ij = p_ij (dp_ij - D_i)      (softmax backward: sum_j p_ij dp_ij = D_i)
 //   dq_i += scale ds_ij k_j;   dk_j += scale ds_ij q_i
 //
+// Both passes work on [64 queries x 64 keys] tiles whose products (Q K^T, P V, P^T dO, dO V^T,
+// dS K, dS^T Q) go through the GEMM library, called from inside the parallel region where it runs
+// on the calling thread.
+//
 // Parallelism: the forward pass runs one task per (batch, head, block of queries); the backward pass
 // one task per (batch, kv head), which owns dk and dv of that head and dq of its query heads, so
 // every output is written by exactly one task in a fixed order (deterministic, no atomics).
@@ -23,12 +27,13 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/vector_math.h"
 
 namespace ct {
 
 namespace {
 
-constexpr int64_t kQueryBlock = 32;
+constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 64;
 
 struct AttentionShape {
@@ -39,7 +44,11 @@ struct AttentionShape {
   int64_t q_row(int64_t b, int64_t t, int64_t h) const { return ((b * query_len + t) * heads + h) * head_dim; }
   int64_t kv_row(int64_t b, int64_t t, int64_t g) const { return ((b * key_len + t) * kv_heads + g) * head_dim; }
   int64_t lse_row(int64_t b, int64_t h) const { return (b * heads + h) * query_len; }
+  int64_t q_stride() const { return heads * head_dim; }      // between positions of one head
+  int64_t kv_stride() const { return kv_heads * head_dim; }
   int64_t work() const { return batch * heads * query_len * key_len * head_dim; }  // ~ multiply-adds x 2
+  // How many keys of the block starting at j_begin query i sees (may be <= 0).
+  int64_t visible_in_block(int64_t i, int64_t j_begin) const { return key_offset() + i + 1 - j_begin; }
 };
 
 template <typename T>
@@ -50,62 +59,62 @@ inline T dot(const T* a, const T* b, int64_t n) {
   return total;
 }
 
+// Rows are [query block, key block] tiles of scores: row r of `tile` (stride kKeyBlock) holds query
+// i_begin + r against keys j_begin ..; `visible` of them are causal-visible, the rest are zeroed.
 template <typename T>
-inline void add_scaled(T* y, T alpha, const T* x, int64_t n) {  // y += alpha x
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
+void zero_tail(T* row, int64_t visible, int64_t keys) {
+  for (int64_t j = std::max<int64_t>(visible, 0); j < keys; ++j) row[j] = 0;
 }
 
 template <typename T>
-void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s, T scale) {
+void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s, T scale,
+                              GemmLibrary library) {
   const int64_t dim = s.head_dim, query_blocks = (s.query_len + kQueryBlock - 1) / kQueryBlock;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
-    std::vector<T> acc(static_cast<size_t>(kQueryBlock * dim)), scores(kKeyBlock);
+    std::vector<T> scores(kQueryBlock * kKeyBlock), acc(static_cast<size_t>(kQueryBlock * dim));
     T running_max[kQueryBlock], running_sum[kQueryBlock];
 #pragma omp for collapse(3) schedule(dynamic)
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t h = 0; h < s.heads; ++h)
         for (int64_t block = 0; block < query_blocks; ++block) {
           const int64_t g = h / s.group();
-          const int64_t i_begin = block * kQueryBlock, i_end = std::min(s.query_len, i_begin + kQueryBlock);
-          const int64_t key_end = s.key_offset() + i_end;  // keys visible to the block's last query
+          const int64_t i_begin = block * kQueryBlock, queries = std::min(s.query_len - i_begin, kQueryBlock);
+          const int64_t key_end = s.key_offset() + i_begin + queries;  // keys the block's last query sees
+          const T* q_block = q + s.q_row(b, i_begin, h);
           std::fill(acc.begin(), acc.end(), T(0));
           std::fill(running_max, running_max + kQueryBlock, -INFINITY);
           std::fill(running_sum, running_sum + kQueryBlock, T(0));
           for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
-            const int64_t j_end = std::min(key_end, j_begin + kKeyBlock);
-            for (int64_t i = i_begin; i < i_end; ++i) {
-              const int64_t visible_end = std::min(j_end, s.key_offset() + i + 1);
-              if (visible_end <= j_begin) continue;
-              const T* qi = q + s.q_row(b, i, h);
-              T block_max = -INFINITY;
-              for (int64_t j = j_begin; j < visible_end; ++j) {
-                T score = scale * dot(qi, k + s.kv_row(b, j, g), dim);
-                scores[static_cast<size_t>(j - j_begin)] = score;
-                block_max = std::max(block_max, score);
-              }
-              const int64_t r = i - i_begin;
-              T* acc_i = acc.data() + r * dim;
-              const T new_max = std::max(running_max[r], block_max);
-              const T correction = std::exp(running_max[r] - new_max);  // 0 on the first block
-              running_sum[r] *= correction;
-#pragma omp simd
-              for (int64_t d = 0; d < dim; ++d) acc_i[d] *= correction;
-              for (int64_t j = j_begin; j < visible_end; ++j) {
-                T p = std::exp(scores[static_cast<size_t>(j - j_begin)] - new_max);
-                running_sum[r] += p;
-                add_scaled(acc_i, p, v + s.kv_row(b, j, g), dim);
-              }
+            const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
+            // scores = scale Q K^T for this tile
+            gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
+                           k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
+            for (int64_t r = 0; r < queries; ++r) {
+              T* row = scores.data() + r * kKeyBlock;
+              const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+              zero_tail(row, visible, keys);
+              if (visible <= 0) continue;
+              const T new_max = std::max(running_max[r], max_of(row, visible));
+              const T correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
+              for (int64_t j = 0; j < visible; ++j) row[j] -= new_max;
+              exp_in_place(row, visible);  // row = exp(s - m'), the unnormalised probabilities
+              running_sum[r] = running_sum[r] * correction + sum_of(row, visible);
               running_max[r] = new_max;
+              if (correction != T(1)) {
+                T* acc_row = acc.data() + r * dim;
+                for (int64_t d = 0; d < dim; ++d) acc_row[d] *= correction;
+              }
             }
+            // acc += P V
+            gemm_row_major(library, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
+                           v + s.kv_row(b, j_begin, g), s.kv_stride(), T(1), acc.data(), dim);
           }
-          for (int64_t i = i_begin; i < i_end; ++i) {
-            const int64_t r = i - i_begin;
-            T* out_i = out + s.q_row(b, i, h);
+          for (int64_t r = 0; r < queries; ++r) {
+            T* out_row = out + s.q_row(b, i_begin + r, h);
             const T inv_sum = T(1) / running_sum[r];
-            for (int64_t d = 0; d < dim; ++d) out_i[d] = acc[static_cast<size_t>(r * dim + d)] * inv_sum;
-            lse[s.lse_row(b, h) + i] = running_max[r] + std::log(running_sum[r]);
+            for (int64_t d = 0; d < dim; ++d) out_row[d] = acc[static_cast<size_t>(r * dim + d)] * inv_sum;
+            lse[s.lse_row(b, h) + i_begin + r] = running_max[r] + std::log(running_sum[r]);
           }
         }
   }
@@ -113,10 +122,11 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
 
 template <typename T>
 void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
-                               const T* k, const T* v, const AttentionShape& s, T scale) {
+                               const T* k, const T* v, const AttentionShape& s, T scale, GemmLibrary library) {
   const int64_t dim = s.head_dim;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
+    std::vector<T> probs(kQueryBlock * kKeyBlock), dscores(kQueryBlock * kKeyBlock);
     std::vector<T> out_dot_dout(static_cast<size_t>(s.query_len));  // D_i
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < s.batch; ++b)
@@ -132,24 +142,42 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
             std::fill(dq + s.q_row(b, i, h), dq + s.q_row(b, i, h) + dim, T(0));
           }
           for (int64_t i_begin = 0; i_begin < s.query_len; i_begin += kQueryBlock) {
-            const int64_t i_end = std::min(s.query_len, i_begin + kQueryBlock);
-            const int64_t key_end = s.key_offset() + i_end;
+            const int64_t queries = std::min(s.query_len - i_begin, kQueryBlock);
+            const int64_t key_end = s.key_offset() + i_begin + queries;
+            const T* q_block = q + s.q_row(b, i_begin, h);
+            const T* dout_block = dout + s.q_row(b, i_begin, h);
+            T* dq_block = dq + s.q_row(b, i_begin, h);
             for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
-              const int64_t j_end = std::min(key_end, j_begin + kKeyBlock);
-              for (int64_t i = i_begin; i < i_end; ++i) {
-                const int64_t visible_end = std::min(j_end, s.key_offset() + i + 1);
-                const T* qi = q + s.q_row(b, i, h);
-                const T* dout_i = dout + s.q_row(b, i, h);
-                T* dq_i = dq + s.q_row(b, i, h);
-                for (int64_t j = j_begin; j < visible_end; ++j) {
-                  const int64_t kv = s.kv_row(b, j, g);
-                  T p = std::exp(scale * dot(qi, k + kv, dim) - lse_h[i]);
-                  add_scaled(dv + kv, p, dout_i, dim);
-                  T ds = p * (dot(dout_i, v + kv, dim) - out_dot_dout[static_cast<size_t>(i)]);
-                  add_scaled(dq_i, scale * ds, k + kv, dim);
-                  add_scaled(dk + kv, scale * ds, qi, dim);
-                }
+              const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
+              const int64_t kv = s.kv_row(b, j_begin, g);
+              // P = exp(scale Q K^T - lse), zero where masked
+              gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(), k + kv,
+                             s.kv_stride(), T(0), probs.data(), kKeyBlock);
+              for (int64_t r = 0; r < queries; ++r) {
+                T* row = probs.data() + r * kKeyBlock;
+                const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+                zero_tail(row, visible, keys);
+                if (visible <= 0) continue;
+                for (int64_t j = 0; j < visible; ++j) row[j] -= lse_h[i_begin + r];
+                exp_in_place(row, visible);
               }
+              // dV += P^T dO
+              gemm_row_major(library, true, false, keys, dim, queries, T(1), probs.data(), kKeyBlock, dout_block,
+                             s.q_stride(), T(1), dv + kv, s.kv_stride());
+              // dP = dO V^T, then dS = scale P (dP - D)
+              gemm_row_major(library, false, true, queries, keys, dim, T(1), dout_block, s.q_stride(), v + kv,
+                             s.kv_stride(), T(0), dscores.data(), kKeyBlock);
+              for (int64_t r = 0; r < queries; ++r) {
+                const T d_i = out_dot_dout[static_cast<size_t>(i_begin + r)];
+                T* ds = dscores.data() + r * kKeyBlock;
+                const T* p = probs.data() + r * kKeyBlock;
+                for (int64_t j = 0; j < keys; ++j) ds[j] = scale * p[j] * (ds[j] - d_i);
+              }
+              // dQ += dS K;  dK += dS^T Q
+              gemm_row_major(library, false, false, queries, dim, keys, T(1), dscores.data(), kKeyBlock, k + kv,
+                             s.kv_stride(), T(1), dq_block, s.q_stride());
+              gemm_row_major(library, true, false, keys, dim, queries, T(1), dscores.data(), kKeyBlock, q_block,
+                             s.q_stride(), T(1), dk + kv, s.kv_stride());
             }
           }
         }
@@ -189,7 +217,7 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const T
     using T = decltype(zero);
     SideValues<T> lse_values(lse);
     attention_forward_kernel(out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
-                             static_cast<T>(scale));
+                             static_cast<T>(scale), gemm_library_);
     lse_values.store();
   });
 }
@@ -213,7 +241,8 @@ void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, 
     SideValues<T> lse_values(lse);
     lse_values.load();
     attention_backward_kernel(dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(), dout.as<T>(), out.as<T>(),
-                              lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale));
+                              lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale),
+                              gemm_library_);
   });
 }
 

@@ -5,40 +5,45 @@
 //             (d z / d logits = 1 - tanh^2), and 0 on rows with t_n < 0.
 // Rows are independent: parallel over rows. The backward pass reads a whole row of logits into a
 // scratch row of z before writing any of dlogits, so dlogits may alias logits.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/vector_math.h"
 
 namespace ct {
 
 namespace {
 
-// z = cap tanh(l / cap) for one row; returns max_j z_j and its first index.
+// z = cap tanh(l / cap) for one row (z = l without a cap); returns max_j z_j.
 template <typename T>
-T softcap_row(T* z, const T* logits, int64_t vocab, T cap, int32_t* argmax) {
-  T max_z = -INFINITY;
-  int32_t max_index = 0;
-  for (int64_t j = 0; j < vocab; ++j) {
-    T value = cap > T(0) ? cap * std::tanh(logits[j] / cap) : logits[j];
-    z[j] = value;
-    if (value > max_z) {  // strict: the first index wins ties
-      max_z = value;
-      max_index = static_cast<int32_t>(j);
-    }
+T softcap_row(T* z, const T* logits, int64_t vocab, T cap) {
+  if (cap > T(0)) {
+    const T inv_cap = T(1) / cap;  // l / cap as l * (1 / cap): within an ulp, and no division per element
+    for (int64_t j = 0; j < vocab; ++j) z[j] = logits[j] * inv_cap;
+    tanh_in_place(z, vocab);
+    for (int64_t j = 0; j < vocab; ++j) z[j] *= cap;
+  } else {
+    std::copy(logits, logits + vocab, z);
   }
-  if (argmax) *argmax = max_index;
-  return max_z;
+  return max_of(z, vocab);
 }
 
+// e = exp(z - shift), e may be z itself; returns sum_j e_j (accumulated in double).
 template <typename T>
-T sum_exp_shifted(const T* z, int64_t vocab, T shift) {
-  T total = 0;
+T exp_shifted(T* e, const T* z, int64_t vocab, T shift) {
+  for (int64_t j = 0; j < vocab; ++j) e[j] = z[j] - shift;
+  exp_in_place(e, vocab);
+  double total = 0;
 #pragma omp simd reduction(+ : total)
-  for (int64_t j = 0; j < vocab; ++j) total += std::exp(z[j] - shift);
-  return total;
+  for (int64_t j = 0; j < vocab; ++j) total += static_cast<double>(e[j]);
+  return static_cast<T>(total);
 }
 
+// Each thread keeps one scratch row of z (32 KiB for vocab 8192 in f32, so that the row's passes
+// stay in L1/L2); the forward pass turns it into exp(z - max) in place, the backward pass writes
+// the probabilities straight into the output row.
 template <typename T>
 void cross_entropy_forward_kernel(T* losses, int32_t* argmax, const T* logits, const int32_t* targets, int64_t rows,
                                   int64_t vocab, T cap) {
@@ -47,14 +52,16 @@ void cross_entropy_forward_kernel(T* losses, int32_t* argmax, const T* logits, c
     std::vector<T> z(static_cast<size_t>(vocab));
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < rows; ++n) {
-      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap, argmax ? argmax + n : nullptr);
+      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);
+      if (argmax) argmax[n] = static_cast<int32_t>(std::find(z.begin(), z.end(), max_z) - z.begin());  // first
       int32_t target = targets[n];
       if (target < 0) {
         losses[n] = 0;
         continue;
       }
-      T log_sum_exp = max_z + std::log(sum_exp_shifted(z.data(), vocab, max_z));
-      losses[n] = log_sum_exp - z[static_cast<size_t>(target)];
+      T z_target = z[static_cast<size_t>(target)];
+      T log_sum_exp = max_z + std::log(exp_shifted(z.data(), z.data(), vocab, max_z));
+      losses[n] = log_sum_exp - z_target;
     }
   }
 }
@@ -70,19 +77,20 @@ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const int32_t* t
       T* d = dlogits + n * vocab;
       int32_t target = targets[n];
       if (target < 0) {
-        for (int64_t j = 0; j < vocab; ++j) d[j] = 0;
+        std::fill(d, d + vocab, T(0));
         continue;
       }
-      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap, static_cast<int32_t*>(nullptr));
-      T inv_sum = T(1) / sum_exp_shifted(z.data(), vocab, max_z);
+      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);  // reads the whole row before d is written
+      T inv_sum = T(1) / exp_shifted(d, z.data(), vocab, max_z);
+      // d loss / d z_j = softmax_j - [j == t];  d z_j / d logit_j = 1 - (z_j / cap)^2
+      const T inv_cap = cap > T(0) ? T(1) / cap : T(0);
 #pragma omp simd
       for (int64_t j = 0; j < vocab; ++j) {
-        T probability = std::exp(z[j] - max_z) * inv_sum;
-        T dz_dlogit = cap > T(0) ? T(1) - (z[j] / cap) * (z[j] / cap) : T(1);
-        d[j] = loss_scale * probability * dz_dlogit;
+        T dz_dlogit = T(1) - (z[j] * inv_cap) * (z[j] * inv_cap);
+        d[j] = loss_scale * d[j] * inv_sum * dz_dlogit;
       }
-      T z_target = z[static_cast<size_t>(target)];
-      d[target] -= loss_scale * (cap > T(0) ? T(1) - (z_target / cap) * (z_target / cap) : T(1));
+      const T z_target = z[static_cast<size_t>(target)];
+      d[target] -= loss_scale * (T(1) - (z_target * inv_cap) * (z_target * inv_cap));
     }
   }
 }

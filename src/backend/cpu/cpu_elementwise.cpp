@@ -1,5 +1,7 @@
 // Elementwise ops and reductions: fill, copy, axpby, scale, sum, sum_squares.
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/bf16.h"
@@ -68,7 +70,7 @@ void CpuBackend::fill(const Tensor& x, double value) {
     case DType::f64: fill_kernel(x.as<double>(), n, value); break;
     case DType::bf16: fill_kernel(x.as<uint16_t>(), n, double_to_bf16(value)); break;
     case DType::i32:
-      check(value == static_cast<double>(static_cast<int32_t>(value)), "fill: value ", value,
+      check(value >= INT32_MIN && value <= INT32_MAX && value == std::floor(value), "fill: value ", value,
             " is not an i32 integer");
       fill_kernel(x.as<int32_t>(), n, static_cast<int32_t>(value));
       break;

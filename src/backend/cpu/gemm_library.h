@@ -33,6 +33,19 @@ void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, in
 void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, double alpha,
                      const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
                      int64_t ldc);
+// The same, picked by element type: f32 through `library`, f64 through dgemm. Safe to call from
+// inside an OpenMP parallel region, where both libraries run on the calling thread alone.
+inline void gemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                           int64_t ldc) {
+  sgemm_row_major(library, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void gemm_row_major(GemmLibrary, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                           double alpha, const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
+                           double* c, int64_t ldc) {
+  dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 // OpenBLAS's bf16 GEMM (cblas_sbgemm: bf16 inputs, f32 output and accumulation), for the benches;
 // only in builds with BUILD_BFLOAT16 (not Debian 12's): openblas_has_sbgemm() tells.
 bool openblas_has_sbgemm();

@@ -1,30 +1,9 @@
-#include "lab/environment.h"
-
-#include <cstdlib>
-
 #include "lab/child_process.h"
 #include "lab/svg_chart.h"
 #include "test_support.h"
 
 namespace ct::lab {
 namespace {
-
-TEST(Environment, CapturesWhatChangesBehaviourOnly) {
-  for (const char* name : {"CLOCKTRAIN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_CBWR", "DNNL_VERBOSE",
-                           "CUDA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "LD_PRELOAD", "MALLOC_ARENA_MAX", "CT_DEBUG",
-                           "ASAN_OPTIONS", "CUBLAS_WORKSPACE_CONFIG"})
-    EXPECT_TRUE(affects_behaviour(name)) << name;
-  for (const char* name : {"HOME", "PATH", "TERM", "CLOCKTRAIN_LAB_LEDGER", "OMPX", "USER", "CUDA"})
-    EXPECT_FALSE(affects_behaviour(name)) << name;
-  ::setenv("CLOCKTRAIN_TEST_CAPTURE", "a=b c", 1);
-  ::setenv("CLOCKTRAIN_LAB_TEST_CAPTURE", "no", 1);
-  auto captured = capture_environment();
-  EXPECT_EQ(captured.at("CLOCKTRAIN_TEST_CAPTURE"), "a=b c");
-  EXPECT_EQ(captured.count("CLOCKTRAIN_LAB_TEST_CAPTURE"), 0u);
-  EXPECT_EQ(captured.count("PATH"), 0u);
-  ::unsetenv("CLOCKTRAIN_TEST_CAPTURE");
-  ::unsetenv("CLOCKTRAIN_LAB_TEST_CAPTURE");
-}
 
 TEST(ChildProcess, QuotesForTheShellAndKeepsTheOutputTail) {
   EXPECT_EQ(shell_join({"clocktrain", "run", "cpu-small", "--budget", "300"}), "clocktrain run cpu-small --budget 300");
