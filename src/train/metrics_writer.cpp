@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "train/metrics_writer.h"
 
 #include <cerrno>
 #include <cstring>
