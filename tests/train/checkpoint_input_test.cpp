@@ -8,7 +8,7 @@
 #include "optim/optimizer.h"
 #include "test_support.h"
 #include "train/checkpoint.h"
-#include "train/metrics_log.h"
+#include "train/metrics_writer.h"
 #include "util/error.h"
 #include "util/files.h"
 
