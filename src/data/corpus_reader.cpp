@@ -101,7 +101,7 @@ bool CorpusReader::next(RawDocument& doc) {
       ++file_index_;
       return true;
     }
-    if (!lines_) lines_ = std::make_unique<LineReader>(open_byte_source(path));
+    if (!lines_) lines_ = std::make_unique<LineReader>(open_byte_source(path), path.string());
     while (lines_->next(doc.payload)) {
       // Blank lines separate nothing in JSONL; skip them rather than call them malformed.
       if (doc.payload.find_first_not_of(" \t\r") == std::string::npos) continue;
