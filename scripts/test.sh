@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test flow, as CI runs it (README.md's test command; docs/reliability.md):
 #   1. release   build (preset release) and every test (ctest)
-#   2. asan      build with AddressSanitizer + UndefinedBehaviorSanitizer (preset asan) and run the
-#                unit tests under them (tests labelled `python`, which re-run the same C++ paths
-#                against a python3 subprocess, are left out when CLOCKTRAIN_ASAN_PYTHON=0)
-#   3. fuzz      build the libFuzzer targets (preset fuzz, clang) and run each for a short fixed time
-#                (scripts/fuzz.sh ci; FUZZ_CI_SECONDS, default 20)
+#   2. asan      build everything with clang, AddressSanitizer + UndefinedBehaviorSanitizer (preset
+#                fuzz, which also holds the fuzz targets: one sanitizer build serves stages 2 and 3)
+#                and run the unit tests under them; tests labelled `python` (which re-run C++ paths
+#                against a python3 subprocess) are left out unless CLOCKTRAIN_ASAN_PYTHON=1.
+#                ASAN_PRESET=asan uses GCC's sanitizers instead (preset asan, a separate build).
+#   3. fuzz      run each libFuzzer target for a short fixed time (scripts/fuzz.sh ci;
+#                FUZZ_CI_SECONDS, default 20)
 # Usage: scripts/test.sh [STAGE...]   (default: release asan fuzz). Dependencies come from
 # scripts/install-deps.sh. Prints the wall and CPU seconds of every stage; exits non-zero at the
 # first stage that fails.
@@ -22,13 +24,14 @@ run_release() {
 }
 
 run_asan() {
-  cmake --preset asan && cmake --build --preset asan -j"$jobs" || return $?
+  local preset=${ASAN_PRESET:-fuzz}
+  cmake --preset "$preset" && cmake --build --preset "$preset" -j"$jobs" || return $?
   local exclude=()
-  [ "${CLOCKTRAIN_ASAN_PYTHON:-1}" = 0 ] && exclude=(-LE python)
+  [ "${CLOCKTRAIN_ASAN_PYTHON:-0}" = 1 ] || exclude=(-LE python)
   # halt_on_error: the first report fails the test; detect_leaks: leaks are reports too.
   ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    ctest --preset asan "${exclude[@]}"
+    ctest --preset "$preset" "${exclude[@]}"
 }
 
 run_fuzz() {
