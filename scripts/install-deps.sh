@@ -2,6 +2,7 @@
 # Installs every dependency of clocktrain from Debian 12's packages (run as root).
 # Build: compilers, CMake, the libraries linked in. Tests: the system python3 with torch, regex,
 # yaml, jinja2, numpy and scipy as independent references; sentencepiece for the tokenizer bench.
+# Fuzzing and the sanitizer build: clang with its runtimes (libFuzzer, ASan, UBSan) and OpenMP.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
@@ -9,7 +10,7 @@ packages=(
   libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libomp-dev
   python3 python3-torch python3-regex python3-yaml python3-jinja2 python3-numpy python3-scipy
   sentencepiece zstd
 )

@@ -1,4 +1,5 @@
 // clocktrain: one binary, one subcommand per stage of the flow (see docs/).
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -6,6 +7,9 @@
 #include "util/error.h"
 
 int main(int argc, char** argv) {
+  // A file size limit (ulimit -f) then makes write() fail with EFBIG, which every writer reports as an
+  // error naming the file, instead of killing the process with a core dump mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"clocktrain: pretrain a small language model against a wall-clock budget, and score it"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");

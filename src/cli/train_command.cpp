@@ -1,4 +1,5 @@
 // clocktrain train RECIPE: one training run against the clock (docs/train.md).
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -79,6 +80,12 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   if (!result.checkpoint_dir.empty()) std::printf("checkpoint: %s\n", result.checkpoint_dir.string().c_str());
   std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
   check(result.ok(), "train: ", result.error);
+  if (result.stop_signal != 0) {
+    std::printf("stopped by %s; continue with: clocktrain train %s --resume %s\n",
+                result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", a.recipe.c_str(), result.checkpoint_dir.string().c_str());
+    std::fflush(stdout);
+    throw CLI::RuntimeError(128 + result.stop_signal);  // the shell's convention for a signalled command
+  }
 }
 
 }  // namespace

@@ -113,6 +113,9 @@ bool flush_batch(LineBatch& batch, int threads, const std::function<bool(std::st
         texts[i] = std::move(doc["text"].get_ref<std::string&>());
     } catch (const nlohmann::json::parse_error& e) {
       errors[i] = str(where, ": invalid JSON at byte ", e.byte, ": ", e.what());
+    } catch (const nlohmann::json::exception& e) {
+      // out_of_range for a number beyond double (1e999); nothing may leave this OpenMP loop.
+      errors[i] = str(where, ": invalid JSON: ", e.what());
     }
   }
   for (int64_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -175,7 +176,8 @@ std::unique_ptr<ByteSource> open_byte_source(const std::filesystem::path& path) 
   return std::make_unique<PlainSource>(path);
 }
 
-LineReader::LineReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)) {}
+LineReader::LineReader(std::unique_ptr<ByteSource> source, std::string name, size_t max_line_bytes)
+    : source_(std::move(source)), name_(std::move(name)), max_line_bytes_(max_line_bytes) {}
 
 bool LineReader::next(std::string& line) {
   size_t scan = begin_;
@@ -207,7 +209,13 @@ bool LineReader::next(std::string& line) {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (end_ == buffer_.size()) buffer_.resize(std::max<size_t>(size_t{4} << 20, buffer_.size() * 2));
+    if (end_ == buffer_.size()) {
+      // The buffer holds only the unfinished line here (begin_ == 0): refuse it before it grows past
+      // the limit, so the buffer never exceeds max_line_bytes_.
+      check(end_ < max_line_bytes_, name_, ":", line_number_ + 1, ": a line longer than ", max_line_bytes_ >> 20,
+            " MiB (", max_line_bytes_, " bytes), the limit for one document");
+      buffer_.resize(std::min(max_line_bytes_, std::max<size_t>(size_t{4} << 20, buffer_.size() * 2)));
+    }
     size_t n = source_->read(buffer_.data() + end_, buffer_.size() - end_);
     if (n == 0) {
       eof_ = true;

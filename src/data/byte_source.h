@@ -25,11 +25,17 @@ Compression compression_of(const std::filesystem::path& path);
 
 std::unique_ptr<ByteSource> open_byte_source(const std::filesystem::path& path);
 
+// The longest line LineReader hands out: a whole book is one JSONL line, but a few KB of zstd can
+// decompress to gigabytes without a newline, and such a line is refused before it exhausts memory.
+inline constexpr size_t kMaxLineBytes = size_t{256} << 20;
+
 // Splits a byte source into lines ('\n', with a trailing '\r' removed); the last line needs no
-// newline. Lines may be arbitrarily long (a whole book is one JSONL line).
+// newline. Lines may be long (a whole book is one JSONL line), up to max_line_bytes; a longer one is
+// an error naming `name` (the file) and the line.
 class LineReader {
  public:
-  explicit LineReader(std::unique_ptr<ByteSource> source);
+  explicit LineReader(std::unique_ptr<ByteSource> source, std::string name = "",
+                      size_t max_line_bytes = kMaxLineBytes);
   // Fills `line` with the next line; false at the end. line_number() is then its 1-based number.
   bool next(std::string& line);
   int64_t line_number() const { return line_number_; }
@@ -39,6 +45,8 @@ class LineReader {
 
  private:
   std::unique_ptr<ByteSource> source_;
+  std::string name_;
+  size_t max_line_bytes_;
   std::string buffer_;
   size_t begin_ = 0, end_ = 0;
   bool eof_ = false;

@@ -39,6 +39,9 @@ Document parse_document(RawDocument raw) {
     object = Json::parse(raw.payload);
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": invalid JSON at column ", e.byte, ": ", json_reason(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range for a number beyond double (1e999), which is not a parse_error.
+    fail(where, ": invalid JSON: ", json_reason(e.what()));
   }
   check(object.is_object(), where, ": expected a JSON object with a \"text\" field, got ", object.type_name());
   auto text = object.find("text");
@@ -98,7 +101,7 @@ bool CorpusReader::next(RawDocument& doc) {
       ++file_index_;
       return true;
     }
-    if (!lines_) lines_ = std::make_unique<LineReader>(open_byte_source(path));
+    if (!lines_) lines_ = std::make_unique<LineReader>(open_byte_source(path), path.string());
     while (lines_->next(doc.payload)) {
       // Blank lines separate nothing in JSONL; skip them rather than call them malformed.
       if (doc.payload.find_first_not_of(" \t\r") == std::string::npos) continue;

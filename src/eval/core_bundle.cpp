@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "util/csv.h"
@@ -93,7 +95,8 @@ std::map<std::string, double> read_random_baselines(const std::filesystem::path&
     } catch (const std::exception&) {
       used = 0;
     }
-    check(used > 0 && used == text.size(), csv_path.string(), ": line ", table.row_lines[r],
+    // std::stod reads "inf" and "nan" too; a non-finite baseline would turn every centred score NaN.
+    check(used > 0 && used == text.size() && std::isfinite(value), csv_path.string(), ": line ", table.row_lines[r],
           ": column 'Random baseline': expected a number (percent), got '", text, "'");
     out[table.rows[r][task_col]] = value;
   }
@@ -116,31 +119,45 @@ CoreBundle load_core_bundle(const std::filesystem::path& dir, ReadGuard* guard) 
   } catch (const YAML::Exception& e) {
     fail(yaml_path.string(), ":", e.mark.line + 1, ": invalid YAML: ", e.msg);
   }
+  // A document that is not a mapping (a bare scalar or list) has no 'icl_tasks': subscripting it
+  // throws YAML::BadSubscript.
+  check(root.IsMap(), yaml_path.string(), ": expected a mapping with a list 'icl_tasks'");
   YAML::Node tasks = root["icl_tasks"];
   check(tasks.IsDefined() && tasks.IsSequence(), yaml_path.string(), ": expected a list 'icl_tasks'");
   const auto baselines = read_random_baselines(dir / "eval_meta_data.csv");
-  for (const auto& node : tasks) {
-    check(node.IsMap(), where(yaml_path, node), ": expected a task (a mapping with label, dataset_uri, ...)");
-    CoreTaskSpec spec;
-    check(node["label"].IsDefined(), where(yaml_path, node), ": task without a 'label'");
-    spec.label = yaml_string(node, "label", yaml_path, "?");
-    for (const auto& seen : bundle.tasks)
-      check(seen.label != spec.label, where(yaml_path, node), ": task '", spec.label, "' is listed twice");
-    spec.dataset_uri = yaml_string(node, "dataset_uri", yaml_path, spec.label);
-    spec.num_fewshot = yaml_fewshot(node, yaml_path, spec.label);
-    spec.type = parse_type(yaml_string(node, "icl_task_type", yaml_path, spec.label), where(yaml_path, node["icl_task_type"]),
-                           spec.label);
-    if (node["continuation_delimiter"].IsDefined())
-      spec.continuation_delimiter = yaml_string(node, "continuation_delimiter", yaml_path, spec.label);
-    auto it = baselines.find(spec.label);
-    check(it != baselines.end(), (dir / "eval_meta_data.csv").string(), ": no row with 'Eval Task' = '", spec.label,
-          "' (needed for its random baseline; the task is listed at ", where(yaml_path, node), ")");
-    spec.random_baseline_percent = it->second;
-    check(spec.random_baseline_percent < 100, (dir / "eval_meta_data.csv").string(), ": task '", spec.label,
-          "': random baseline must be below 100 percent, got ", spec.random_baseline_percent);
-    spec.data_path = dir / "eval_data" / spec.dataset_uri;
-    spec.data_present = std::filesystem::is_regular_file(spec.data_path);
-    bundle.tasks.push_back(std::move(spec));
+  // Anything else yaml-cpp refuses while the tasks are read is an error naming the file and line.
+  try {
+    for (const auto& node : tasks) {
+      check(node.IsMap(), where(yaml_path, node), ": expected a task (a mapping with label, dataset_uri, ...)");
+      CoreTaskSpec spec;
+      check(node["label"].IsDefined(), where(yaml_path, node), ": task without a 'label'");
+      spec.label = yaml_string(node, "label", yaml_path, "?");
+      for (const auto& seen : bundle.tasks)
+        check(seen.label != spec.label, where(yaml_path, node), ": task '", spec.label, "' is listed twice");
+      spec.dataset_uri = yaml_string(node, "dataset_uri", yaml_path, spec.label);
+      // The rows are read from eval_data/<dataset_uri>: a bundle from elsewhere names no file outside it.
+      const std::filesystem::path uri(spec.dataset_uri);
+      check(!spec.dataset_uri.empty() && uri.is_relative() &&
+                std::find(uri.begin(), uri.end(), std::filesystem::path("..")) == uri.end(),
+            where(yaml_path, node["dataset_uri"]), ": task '", spec.label,
+            "': field 'dataset_uri': expected a relative path inside eval_data/ (no '..'), got '", spec.dataset_uri, "'");
+      spec.num_fewshot = yaml_fewshot(node, yaml_path, spec.label);
+      spec.type = parse_type(yaml_string(node, "icl_task_type", yaml_path, spec.label), where(yaml_path, node["icl_task_type"]),
+                             spec.label);
+      if (node["continuation_delimiter"].IsDefined())
+        spec.continuation_delimiter = yaml_string(node, "continuation_delimiter", yaml_path, spec.label);
+      auto it = baselines.find(spec.label);
+      check(it != baselines.end(), (dir / "eval_meta_data.csv").string(), ": no row with 'Eval Task' = '", spec.label,
+            "' (needed for its random baseline; the task is listed at ", where(yaml_path, node), ")");
+      spec.random_baseline_percent = it->second;
+      check(spec.random_baseline_percent < 100, (dir / "eval_meta_data.csv").string(), ": task '", spec.label,
+            "': random baseline must be below 100 percent, got ", spec.random_baseline_percent);
+      spec.data_path = dir / "eval_data" / spec.dataset_uri;
+      spec.data_present = std::filesystem::is_regular_file(spec.data_path);
+      bundle.tasks.push_back(std::move(spec));
+    }
+  } catch (const YAML::Exception& e) {
+    fail(yaml_path.string(), ":", e.mark.line + 1, ": ", e.msg);
   }
   return bundle;
 }
@@ -195,6 +212,9 @@ std::vector<CoreRow> load_core_rows(const std::filesystem::path& path, CoreTaskT
       j = Json::parse(body);
     } catch (const Json::parse_error& e) {
       fail(at, ": expected one JSON object per line (", e.what(), ")");
+    } catch (const Json::exception& e) {
+      // out_of_range for a number beyond double (1e999), which is not a parse_error.
+      fail(at, ": invalid JSON (", e.what(), ")");
     }
     check(j.is_object(), at, ": expected a JSON object");
     CoreRow row;

@@ -30,12 +30,10 @@ std::unique_ptr<SqliteDb> open_database(const fs::path& path, bool create) {
   return db;
 }
 
+// json_from_text: every nlohmann exception (a number beyond double is out_of_range, not a
+// parse_error) and too deep nesting become errors naming the ledger and the row.
 Json parse_stored_json(const std::string& text, const std::string& where) {
-  try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, ": stored JSON is damaged: ", e.what());
-  }
+  return json_from_text(text, where + ": stored JSON is damaged");
 }
 
 Experiment read_experiment(Statement& row, const std::string& ledger) {

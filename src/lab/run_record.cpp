@@ -39,11 +39,9 @@ RunRecord parse_run_record(const std::string& result_text, const fs::path& run_d
   RunRecord run;
   run.run_dir = run_dir;
   run.result_text = result_text;
-  try {
-    run.result = Json::parse(result_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, ": not valid JSON at byte ", e.byte, ": ", e.what());
-  }
+  // json_from_text: a number beyond double (out_of_range, not a parse_error) and nesting too deep for
+  // the recursive copies below are errors naming the file too.
+  run.result = json_from_text(result_text, where);
   const Json& r = run.result;
   check(r.is_object(), where, ": expected a JSON object");
   auto format = json_field<std::string>(r, "format", where);

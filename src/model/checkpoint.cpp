@@ -58,7 +58,18 @@ void load_model_weights(GPT& model, const std::filesystem::path& safetensors_pat
 }
 
 std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype) {
-  auto model = std::make_unique<GPT>(backend, load_model_config(dir), dtype);
+  const ModelConfig config = load_model_config(dir);
+  // The weights file holds every parameter as F32: a config.json that describes a larger model than
+  // the file can hold is refused before the model (twice its parameters, with gradients) is allocated.
+  const auto weights_path = dir / kModelWeightsFile;
+  std::error_code ec;
+  const uint64_t weights_bytes = std::filesystem::file_size(weights_path, ec);
+  check(!ec, weights_path.string(), ": cannot read: ", ec.message());
+  const uint64_t needed_bytes = static_cast<uint64_t>(config.parameter_count()) * sizeof(float);
+  check(weights_bytes >= needed_bytes, weights_path.string(), ": ", weights_bytes, " bytes cannot hold the ",
+        config.parameter_count(), " F32 parameters (", needed_bytes, " bytes) that ", (dir / kModelConfigFile).string(),
+        " describes");
+  auto model = std::make_unique<GPT>(backend, config, dtype);
   load_model_weights(*model, dir / kModelWeightsFile);
   return model;
 }

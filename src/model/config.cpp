@@ -24,17 +24,20 @@ int64_t ModelConfig::attention_layer_count() const {
 }
 
 void ModelConfig::validate(const std::string& where) const {
-  auto positive = [&](int64_t v, const char* field) {
-    check(v > 0, where, ": field '", field, "': expected a positive integer, got ", v);
+  // Upper limits far beyond any model this project trains, so that the parameter count and FLOPs
+  // (products of these fields) cannot overflow int64, and a config.json from elsewhere cannot make
+  // the model allocate rotary tables of absurd length: with these limits parameter_count() < 2^52.
+  auto positive = [&](int64_t v, const char* field, int64_t limit) {
+    check(v > 0 && v <= limit, where, ": field '", field, "': expected a positive integer up to ", limit, ", got ", v);
   };
-  positive(vocab_size, "vocab_size");
-  positive(vocab_pad_multiple, "vocab_pad_multiple");
-  positive(sequence_len, "sequence_len");
-  positive(n_layer, "n_layer");
-  positive(n_embd, "n_embd");
-  positive(n_head, "n_head");
-  positive(n_kv_head, "n_kv_head");
-  positive(mlp_ratio, "mlp_ratio");
+  positive(vocab_size, "vocab_size", int64_t{1} << 24);
+  positive(vocab_pad_multiple, "vocab_pad_multiple", int64_t{1} << 16);
+  positive(sequence_len, "sequence_len", int64_t{1} << 20);
+  positive(n_layer, "n_layer", int64_t{1} << 12);
+  positive(n_embd, "n_embd", int64_t{1} << 16);
+  positive(n_head, "n_head", int64_t{1} << 16);
+  positive(n_kv_head, "n_kv_head", int64_t{1} << 16);
+  positive(mlp_ratio, "mlp_ratio", 64);
   check(n_embd % n_head == 0, where, ": field 'n_head': n_embd ", n_embd, " is not divisible by n_head ", n_head);
   check(head_dim() % 2 == 0, where, ": field 'n_head': head_dim ", head_dim(), " must be even (rotary half split)");
   check(n_kv_head <= n_head && n_head % n_kv_head == 0, where, ": field 'n_kv_head': expected a divisor of n_head ",

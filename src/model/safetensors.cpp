@@ -53,6 +53,9 @@ SafetensorsFile::SafetensorsFile(std::filesystem::path path) : path_(std::move(p
     j = Json::parse(header);
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": header: invalid JSON at byte ", 8 + e.byte);
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range for a number beyond double (1e999), which is not a parse_error.
+    fail(where, ": header: invalid JSON: ", e.what());
   }
   check(j.is_object(), where, ": header: expected a JSON object");
   for (const auto& [name, value] : j.items()) {

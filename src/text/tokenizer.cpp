@@ -1,6 +1,7 @@
 // Encoding and decoding (tiktoken semantics), and the lookup tables behind them.
 #include "text/tokenizer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <climits>
@@ -81,11 +82,23 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::build(std::vector<std::string>
     check(impl->byte_id[b] >= 0, where, ": no token for the single byte ", b,
           " (all 256 bytes must be tokens, so that any text can be encoded)");
   }
-  // Every split of every token whose two halves are tokens: (left, right) -> rank.
+  // Every split of every token whose two halves are tokens: (left, right) -> rank. Only splits where
+  // both halves have the length of some token can qualify; trying just those keeps loading linear in
+  // practice. (Trying every split costs O(length^2) hashing per token: a file with one 1 MB token
+  // took half an hour to load.)
+  std::vector<size_t> token_lengths;
+  for (const std::string& bytes : impl->rank_bytes) token_lengths.push_back(bytes.size());
+  std::sort(token_lengths.begin(), token_lengths.end());
+  token_lengths.erase(std::unique(token_lengths.begin(), token_lengths.end()), token_lengths.end());
+  auto is_token_length = [&](size_t length) {
+    return std::binary_search(token_lengths.begin(), token_lengths.end(), length);
+  };
   impl->merged_rank = text_detail::U64Map<int32_t>(size_t(n) * 2);
   for (int32_t rank = 0; rank < n; ++rank) {
     std::string_view bytes = impl->rank_bytes[rank];
-    for (size_t k = 1; k < bytes.size(); ++k) {
+    for (size_t k : token_lengths) {
+      if (k >= bytes.size()) break;
+      if (!is_token_length(bytes.size() - k)) continue;
       int32_t left = impl->rank_of(bytes.substr(0, k)), right = impl->rank_of(bytes.substr(k));
       if (left >= 0 && right >= 0) impl->merged_rank.get_or_insert(pair_key(left, right), rank);
     }

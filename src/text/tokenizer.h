@@ -18,6 +18,10 @@ class Tokenizer {
  public:
   // Loads tokenizer.tiktoken + tokenizer.json from a folder. Errors name the file and line.
   static Tokenizer load(const std::filesystem::path& dir);
+  // The same from the two files' contents (load() reads the files and calls this); errors name
+  // `tiktoken_name` or `json_name` and the line or field.
+  static Tokenizer from_file_contents(std::string_view tiktoken_text, std::string_view json_text,
+                                      const std::string& tiktoken_name, const std::string& json_name);
   // Writes both files atomically into the folder.
   void save(const std::filesystem::path& dir) const;
 

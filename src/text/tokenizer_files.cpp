@@ -46,8 +46,7 @@ std::string Tokenizer::Impl::json_text() const {
 
 namespace {
 
-std::vector<std::string> parse_tiktoken(const fs::path& path) {
-  const std::string text = read_file(path);
+std::vector<std::string> parse_tiktoken(std::string_view text, const std::string& name) {
   std::vector<std::string> rank_bytes;
   size_t line_number = 0;
   for (size_t pos = 0; pos < text.size();) {
@@ -58,7 +57,7 @@ std::vector<std::string> parse_tiktoken(const fs::path& path) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;  // tiktoken skips blank lines too
-    const std::string where = str(path.string(), ":", line_number);
+    const std::string where = str(name, ":", line_number);
     const size_t space = line.find(' ');
     check(space != std::string_view::npos, where, ": expected '<base64 token bytes> <rank>', got '",
           line.substr(0, 80), "'");
@@ -77,7 +76,7 @@ std::vector<std::string> parse_tiktoken(const fs::path& path) {
           " (ranks must be 0, 1, 2, ... in order)");
     rank_bytes.push_back(std::move(*bytes));
   }
-  check(!rank_bytes.empty(), path.string(), ": no tokens");
+  check(!rank_bytes.empty(), name, ": no tokens");
   return rank_bytes;
 }
 
@@ -89,11 +88,17 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
         " and ", kJsonFile, ")");
   check(fs::exists(tiktoken_path), "tokenizer: ", tiktoken_path.string(), ": missing");
   check(fs::exists(json_path), "tokenizer: ", json_path.string(), ": missing");
-  std::vector<std::string> rank_bytes = parse_tiktoken(tiktoken_path);
+  return from_file_contents(read_file(tiktoken_path), read_file(json_path), tiktoken_path.string(),
+                            json_path.string());
+}
+
+Tokenizer Tokenizer::from_file_contents(std::string_view tiktoken_text, std::string_view json_text,
+                                        const std::string& tiktoken_name, const std::string& json_name) {
+  std::vector<std::string> rank_bytes = parse_tiktoken(tiktoken_text, tiktoken_name);
   const auto num_ranks = static_cast<int64_t>(rank_bytes.size());
 
-  const Json j = read_json_file(json_path);
-  const std::string where = json_path.string();
+  const Json j = json_from_text(json_text, json_name);
+  const std::string& where = json_name;
   check(j.is_object(), where, ": expected a JSON object");
   if (j.contains("format"))
     check(j["format"] == "clocktrain-bpe", where, ": field 'format': expected \"clocktrain-bpe\", got ", j["format"].dump());
@@ -112,7 +117,7 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
     const int64_t slot = id - num_ranks;
     check(slot >= 0 && slot < static_cast<int64_t>(special_names.size()), where, ": special token '", it.key(),
           "': id ", id, " is not in [", num_ranks, ", ", num_ranks + static_cast<int64_t>(specials.size()),
-          "): special tokens follow the ", num_ranks, " ranks of ", tiktoken_path.string());
+          "): special tokens follow the ", num_ranks, " ranks of ", tiktoken_name);
     check(special_names[slot].empty(), where, ": special tokens '", special_names[slot], "' and '", it.key(),
           "' share id ", id);
     special_names[slot] = it.key();
@@ -121,12 +126,12 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
         ": the first special token (id ", num_ranks, ") must be <|bos|>");
   const int64_t vocab_size = json_field<int64_t>(j, "vocab_size", where);
   check(vocab_size == num_ranks + static_cast<int64_t>(special_names.size()), where, ": field 'vocab_size': ",
-        vocab_size, " but ", tiktoken_path.string(), " has ", num_ranks, " ranks and there are ",
+        vocab_size, " but ", tiktoken_name, " has ", num_ranks, " ranks and there are ",
         special_names.size(), " special tokens");
   if (j.contains("mergeable_ranks"))
     check(json_field<int64_t>(j, "mergeable_ranks", where) == num_ranks, where, ": field 'mergeable_ranks': ",
-          j["mergeable_ranks"].dump(), " but ", tiktoken_path.string(), " has ", num_ranks, " ranks");
-  return Tokenizer(Impl::build(std::move(rank_bytes), std::move(special_names), tiktoken_path.string()));
+          j["mergeable_ranks"].dump(), " but ", tiktoken_name, " has ", num_ranks, " ranks");
+  return Tokenizer(Impl::build(std::move(rank_bytes), std::move(special_names), tiktoken_name));
 }
 
 void Tokenizer::save(const fs::path& dir) const {

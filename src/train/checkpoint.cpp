@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iomanip>
 #include <set>
 #include <vector>
@@ -10,7 +14,9 @@
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 #include "util/error.h"
+#include "util/fault_point.h"
 #include "util/files.h"
+#include "util/json.h"
 
 namespace ct {
 
@@ -56,12 +62,10 @@ double parse_double(const SafetensorsFile& file, const std::string& key) {
   }
 }
 
+// json_from_text: every nlohmann exception (a number beyond double is out_of_range, not a
+// parse_error) and JSON nested too deep become errors naming the file and the field.
 Json parse_json(const SafetensorsFile& file, const std::string& key) {
-  try {
-    return Json::parse(file.metadata_value(key));
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(file.path().string(), ": __metadata__ field '", key, "': invalid JSON at byte ", e.byte);
-  }
+  return json_from_text(file.metadata_value(key), str(file.path().string(), ": __metadata__ field '", key, "'"));
 }
 
 // Doubles as text that reads back to the same value.
@@ -70,24 +74,72 @@ std::string exact(double v) { return str(std::setprecision(17), v); }
 }  // namespace
 
 void replace_directory(const fs::path& staged, const fs::path& dir) {
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  auto fail_with = [&](const char* what, int error) {
+    fail(dir.string(), ": cannot ", what, ": ", std::strerror(error), " (the previous checkpoint, if any, is intact)");
+  };
+  if (fs::exists(dir)) {
+    // One atomic step: `dir` is the old folder until the exchange and the new one after it, so no
+    // moment exists without a complete `dir`, and a crash leaves at most a staged folder to clean up.
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+      fault_point("checkpoint.swapped");
+      fsync_path(parent);
+      std::error_code ec;
+      fs::remove_all(staged, ec);  // now the old checkpoint
+      return;
+    }
+    // A file system without RENAME_EXCHANGE: two renames, with a moment where only `dir`.old holds
+    // a complete checkpoint; recover_checkpoint_directory() puts it back after a crash there.
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) fail_with("swap in the new checkpoint", errno);
+    const fs::path old = fs::path(dir.string() + ".old");
+    std::error_code ec;
+    fs::remove_all(old, ec);
+    if (::rename(dir.c_str(), old.c_str()) != 0) fail_with("move the previous checkpoint aside", errno);
+    fault_point("checkpoint.old_moved_aside");
+    if (::rename(staged.c_str(), dir.c_str()) != 0) {
+      const int error = errno;
+      ::rename(old.c_str(), dir.c_str());
+      fail_with("move the new checkpoint into place", error);
+    }
+    fault_point("checkpoint.swapped");
+    fsync_path(parent);
+    fs::remove_all(old, ec);
+    return;
+  }
+  if (::rename(staged.c_str(), dir.c_str()) != 0) fail_with("move the new checkpoint into place", errno);
+  fault_point("checkpoint.swapped");
+  fsync_path(parent);
+}
+
+void recover_checkpoint_directory(const fs::path& dir) {
   const fs::path old = fs::path(dir.string() + ".old");
   std::error_code ec;
+  if (!fs::exists(dir, ec) && fs::is_directory(old, ec)) {
+    // A crash between replace_directory's two renames: the previous checkpoint is complete.
+    check(::rename(old.c_str(), dir.c_str()) == 0, old.string(), ": cannot move back to ", dir.string(), ": ",
+          std::strerror(errno));
+  }
   fs::remove_all(old, ec);
-  if (fs::exists(dir)) fs::rename(dir, old);
-  fs::rename(staged, dir);
-  fsync_path(dir.parent_path().empty() ? fs::path(".") : dir.parent_path());
-  fs::remove_all(old, ec);
+  // Staged folders of crashed writers (`dir`.tmp.<pid>); their process is gone, since a run folder
+  // has one trainer at a time.
+  const std::string prefix = dir.filename().string() + ".tmp.";
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind(prefix, 0) == 0) stale.push_back(it->path());
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
 }
 
 void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& optimizer,
                               const CheckpointContents& contents, const fs::path& tokenizer_dir) {
+  recover_checkpoint_directory(dir);
   const fs::path staged = fs::path(dir.string() + str(".tmp.", ::getpid()));
   std::error_code ec;
-  fs::remove_all(staged, ec);
   ensure_directory(staged);
   try {
     const TrainingProgress& p = contents.progress;
     save_model(model, staged, {{"step", std::to_string(p.step)}, {"recipe_sha256", contents.recipe_sha256}});
+    fault_point("checkpoint.model_written");
     if (!tokenizer_dir.empty())
       for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"})
         write_file_atomic(staged / name, read_file(tokenizer_dir / name));
@@ -114,6 +166,7 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     writer.set_metadata("recipe_sha256", contents.recipe_sha256);
     writer.write(staged / kTrainingStateFile);
     fsync_path(staged);
+    fault_point("checkpoint.staged");
     replace_directory(staged, dir);
   } catch (...) {
     fs::remove_all(staged, ec);
@@ -141,12 +194,25 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   for (const SafetensorsEntry& e : file.entries())
     check(expected.count(e.name) == 1, state_path.string(), ": unexpected tensor '", e.name, "'");
   CheckpointContents out;
-  out.progress.step = parse_int(file, "step");
-  out.progress.tokens = parse_int(file, "tokens");
-  out.progress.clock_seconds = parse_double(file, "clock_seconds");
-  out.progress.startup_seconds = parse_double(file, "startup_seconds");
-  out.progress.nonfinite_steps = parse_int(file, "nonfinite_steps");
-  const int64_t optimizer_steps = parse_int(file, "optimizer_steps");
+  // Counters and clocks are never negative, and the clocks are finite ("nan" and "inf" parse as
+  // doubles, and a NaN clock would never reach the budget).
+  auto counter = [&](const char* key) {
+    const int64_t v = parse_int(file, key);
+    check(v >= 0, state_path.string(), ": __metadata__ field '", key, "': expected a count >= 0, got ", v);
+    return v;
+  };
+  auto seconds = [&](const char* key) {
+    const double v = parse_double(file, key);
+    check(std::isfinite(v) && v >= 0, state_path.string(), ": __metadata__ field '", key,
+          "': expected finite seconds >= 0, got ", v);
+    return v;
+  };
+  out.progress.step = counter("step");
+  out.progress.tokens = counter("tokens");
+  out.progress.clock_seconds = seconds("clock_seconds");
+  out.progress.startup_seconds = seconds("startup_seconds");
+  out.progress.nonfinite_steps = counter("nonfinite_steps");
+  const int64_t optimizer_steps = counter("optimizer_steps");
   out.loader_state = parse_json(file, "loader_state");
   out.recipe = parse_json(file, "recipe");
   out.recipe_sha256 = file.metadata_value("recipe_sha256");

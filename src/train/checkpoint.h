@@ -5,8 +5,10 @@
 // step count, the loader's position (JSON) and the recipe.
 //
 // The folder is written as a whole: every file goes into a temporary sibling folder (each file
-// atomic, fsynced), which then replaces the previous folder by rename. A crash leaves either the
-// previous checkpoint or the new one, never a mix or a half-written file under the final name.
+// atomic, fsynced), which then replaces the previous folder in one atomic exchange (renameat2
+// RENAME_EXCHANGE). A crash (kill -9, power loss) or a write error (full disk, file size limit)
+// leaves either the previous checkpoint or the new one, never a mix or a half-written file under the
+// final name. tests/train/crash_resume_test.cpp kills the trainer at every step of this.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -43,7 +45,14 @@ void save_training_checkpoint(const std::filesystem::path& dir, GPT& model, cons
 // checked first), and returns the rest. Errors name the file and the field.
 CheckpointContents load_training_checkpoint(const std::filesystem::path& dir, GPT& model, Optimizer& optimizer);
 
-// Replaces folder `dir` by `staged` (a sibling): rename the old one aside, rename, remove the old.
+// Replaces folder `dir` by `staged` (a sibling): an atomic exchange, then the old one is removed. On a
+// file system without RENAME_EXCHANGE: rename the old one to `dir`.old, rename, remove the old.
 void replace_directory(const std::filesystem::path& staged, const std::filesystem::path& dir);
+
+// Repairs what a crash in save_training_checkpoint() can leave beside checkpoint folder `dir`: puts
+// `dir`.old back when `dir` is missing (a crash between the fallback's two renames) and removes
+// `dir`.old and staged folders (`dir`.tmp.<pid>). The trainer calls it before resuming and before
+// each checkpoint.
+void recover_checkpoint_directory(const std::filesystem::path& dir);
 
 }  // namespace ct

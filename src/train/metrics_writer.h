@@ -1,6 +1,8 @@
 #pragma once
 // metrics.jsonl (docs/run-records.md): one JSON object per line, appended and flushed as the run
-// goes, so a crash loses at most the line being written.
+// goes, so a crash loses at most the line being written. (MetricsWriter, not MetricsLog: that is the
+// harness's reader-side struct in the same namespace, and two classes of one name are an ODR
+// violation once both libraries are linked into the binary.)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>

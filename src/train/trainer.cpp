@@ -1,6 +1,9 @@
 #include "train/trainer.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <memory>
@@ -45,6 +48,40 @@ std::string fixed(double v, int digits) {
   out << v;
   return out.str();
 }
+
+// SIGINT and SIGTERM while a run trains: the handler only records the signal; the loop stops before
+// the next step and writes the final checkpoint and the summary. SA_RESETHAND: a second signal
+// terminates the process at once (the checkpoint folder is replaced atomically, so even that leaves
+// the previous checkpoint readable).
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+extern "C" void record_stop_signal(int signo) { g_stop_signal.store(signo); }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = record_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int received() const { return g_stop_signal.load(); }
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
+
+const char* signal_name(int signo) { return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a signal"; }
 
 // Everything one run holds while it trains.
 class Run {
@@ -156,6 +193,7 @@ void Run::set_up() {
 }
 
 void Run::resume() {
+  recover_checkpoint_directory(options_.resume_dir);  // after a crash in a checkpoint write
   CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
   loader_->restore(loader_state_from_json(c.loader_state));
   progress_ = c.progress;
@@ -328,13 +366,25 @@ void Run::save_checkpoint() {
   contents.loader_state = to_json(loader_->state());
   contents.recipe = to_json(recipe_);
   contents.recipe_sha256 = result_.recipe_sha256;
-  save_training_checkpoint(dir, *model_, *optimizer_, contents, tokenizer_dir_);
+  try {
+    save_training_checkpoint(dir, *model_, *optimizer_, contents, tokenizer_dir_);
+  } catch (const Error& e) {
+    const std::string message = str("the checkpoint of step ", progress_.step, " was not written (", e.what(),
+                                    "); any previous checkpoint in ", dir.string(), " is intact");
+    try {
+      log_->event(progress_.step, progress_.clock_seconds, "checkpoint_failed", message);
+    } catch (const Error&) {
+      // the metrics file is on the same full disk
+    }
+    throw Error(message);
+  }
   result_.checkpoint_dir = dir;
   last_checkpoint_wall_ = monotonic_seconds();
   log_->event(progress_.step, progress_.clock_seconds, "checkpoint", dir.string());
 }
 
 TrainResult Run::execute() {
+  const StopSignals signals;
   set_up();
   const Recipe& r = recipe_;
   last_checkpoint_wall_ = monotonic_seconds();
@@ -345,6 +395,13 @@ TrainResult Run::execute() {
                 str("startup ", fixed(startup_watch_.seconds(), 1), " s"));
   }
   while (true) {
+    if (const int signo = signals.received()) {
+      result_.stop_signal = signo;
+      result_.stop_reason = "signal";
+      log_->event(progress_.step, progress_.clock_seconds, "signal",
+                  str(signal_name(signo), ": the run stops after step ", progress_.step, " with a checkpoint"));
+      break;
+    }
     if (r.timed()) {
       if (clock_running_ && !budget_allows_next_step()) {
         result_.stop_reason = "budget";
@@ -415,6 +472,7 @@ Json to_json(const TrainResult& r) {
               {"last_eval_loss", r.last_eval_loss >= 0 ? Json(r.last_eval_loss) : Json(nullptr)},
               {"nonfinite_steps", r.nonfinite_steps},
               {"stop_reason", r.stop_reason},
+              {"stop_signal", r.stop_signal != 0 ? Json(signal_name(r.stop_signal)) : Json(nullptr)},
               {"error", r.error.empty() ? Json(nullptr) : Json(r.error)},
               {"checkpoint_dir", r.checkpoint_dir.string()},
               {"init", {{"seed", r.seed}, {"resumed_from", r.resumed_from.empty() ? Json(nullptr) : Json(r.resumed_from.string())}}},

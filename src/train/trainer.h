@@ -13,6 +13,9 @@
 // - A NaN/Inf in the loss or a gradient is caught in the step it appears: the step is not applied and
 //   the run stops (nan_policy "stop", naming the step and the first bad tensor) or skips the step.
 //
+// - SIGINT or SIGTERM stops the run before the next step, with a final checkpoint and the summary
+//   (stop_reason "signal"); checkpoints are written every recipe.checkpoint_every_minutes and at the end.
+//
 // Writes into out_dir: metrics.jsonl (docs/run-records.md), checkpoint/ (model + resumable training
 // state, train/checkpoint.h), train_summary.json (to_json(TrainResult)).
 #include <cstdint>
@@ -56,7 +59,8 @@ struct TrainResult {
   double final_lr_factor = 0.0;      // the schedule's factor of the last step
   double last_eval_loss = -1.0;      // the last held-out loss (-1 when none was run)
   int64_t nonfinite_steps = 0;       // steps with a NaN/Inf loss or gradient
-  std::string stop_reason;           // "budget", "steps", "stop_after_steps", "nonfinite", "startup_cap"
+  std::string stop_reason;           // "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap"
+  int stop_signal = 0;               // SIGINT or SIGTERM when the run stopped on one (after a final checkpoint)
   std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
   std::filesystem::path checkpoint_dir;  // empty when none was written
   uint64_t seed = 0;                      // the weights' seeded initialisation (model.md)

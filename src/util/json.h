@@ -4,13 +4,23 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace ct {
 
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-// Parses a whole file; errors name the file and the byte offset.
+// Arrays and objects nested deeper than this are refused before parsing: nlohmann::json copies,
+// compares and dumps values recursively, so a hostile file of a million '[' would overflow the stack
+// (real clocktrain files nest fewer than ten levels).
+inline constexpr int kMaxJsonDepth = 256;
+
+// Parses JSON text; errors say "<where>: invalid JSON at byte N: ..." (or name the byte where the
+// nesting passes kMaxJsonDepth).
+Json json_from_text(std::string_view text, const std::string& where);
+
+// Parses a whole file (json_from_text on its contents); errors name the file and the byte offset.
 Json read_json_file(const std::filesystem::path& path);
 
 // Looks up `key` in object `j` as type T; errors say "<where>: field '<key>': expected <type>".

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "test_support.h"
+#include "util/files.h"
 
 namespace ct {
 namespace {
@@ -159,6 +160,28 @@ TEST_F(TokenizerCli, ErrorsNameTheProblem) {
   EXPECT_NE(no_corpus.exit_code, 0);
   EXPECT_THAT(no_corpus.output, HasSubstr("no *.jsonl.zst or *.jsonl files"));
   EXPECT_FALSE(fs::exists(dir_->path() / "never"));
+}
+
+}  // namespace
+}  // namespace ct
+
+namespace ct {
+namespace {
+
+// A number beyond double in a corpus line made nlohmann::json throw out_of_range (not parse_error)
+// inside the OpenMP loop that parses lines, which terminated the process. It is an error naming the
+// file and line, and nothing is written.
+TEST(TokenizerTrainInput, NumberBeyondDoubleInACorpusLineIsNamed) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "data/corpus");
+  write_file_atomic(dir.path() / "data/corpus/train_000.jsonl",
+                    "{\"text\": \"hello world\"}\n{\"text\": \"x\", \"score\": 1e999}\n");
+  auto result = test::run_command(test::clocktrain_bin() + " tokenizer train --data " +
+                                  quote((dir.path() / "data").string()) + " --out " +
+                                  quote((dir.path() / "tok").string()) + " --vocab-size 300");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("train_000.jsonl:2: invalid JSON"));
+  EXPECT_FALSE(fs::exists(dir.path() / "tok"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Corpus readers: JSONL (plain, .zst, .gz) and .txt folders, and every kind of bad input giving an
 // error that names the file and the line or offset.
+#include "data/byte_source.h"
 #include "data/corpus_reader.h"
 
 #include "data_test_support.h"
@@ -130,6 +131,38 @@ TEST(CorpusReaderErrors, MalformedJsonNamesFileAndLine) {
   std::string message = error_of([&] { read_all({dir / "bad.jsonl"}); });
   EXPECT_NE(message.find((dir / "bad.jsonl").string() + ":2:"), std::string::npos) << message;
   EXPECT_NE(message.find("invalid JSON"), std::string::npos) << message;
+}
+
+// nlohmann::json throws out_of_range, not parse_error, for a number beyond double: it escaped the
+// reader as a foreign exception type (and out of `data prepare`'s worker threads).
+TEST(CorpusReaderErrors, NumberBeyondDoubleNamesFileAndLine) {
+  TempDir dir;
+  write_file_atomic(dir / "big.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"x\", \"score\": 1e999}\n");
+  std::string message = error_of([&] { read_all({dir / "big.jsonl"}); });
+  EXPECT_NE(message.find((dir / "big.jsonl").string() + ":2: invalid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("1e999"), std::string::npos) << message;
+}
+
+// A line has a length limit: a few KB of zstd can decompress to gigabytes without a newline, and
+// LineReader's buffer grew without bound (a decompression bomb exhausted memory).
+TEST(LineReaderLimit, ALineLongerThanTheLimitIsRefusedBeforeItGrows) {
+  TempDir dir;
+  const std::string long_line(3 << 20, 'x');
+  write_file_atomic(dir / "bomb.jsonl.zst", test::zstd_compress("{\"text\": \"ok\"}\n" + long_line + "\nlast\n", 19));
+  EXPECT_LT(fs::file_size(dir / "bomb.jsonl.zst"), 4096u);
+  LineReader lines(open_byte_source(dir / "bomb.jsonl.zst"), "bomb.jsonl.zst", size_t{1} << 20);
+  std::string line;
+  ASSERT_TRUE(lines.next(line));
+  EXPECT_EQ(line, "{\"text\": \"ok\"}");
+  EXPECT_EQ(error_of([&] { lines.next(line); }),
+            "bomb.jsonl.zst:2: a line longer than 1 MiB (1048576 bytes), the limit for one document");
+  // Under the limit, the same line is read whole.
+  LineReader roomy(open_byte_source(dir / "bomb.jsonl.zst"), "bomb.jsonl.zst", size_t{4} << 20);
+  ASSERT_TRUE(roomy.next(line));
+  ASSERT_TRUE(roomy.next(line));
+  EXPECT_EQ(line.size(), long_line.size());
+  ASSERT_TRUE(roomy.next(line));
+  EXPECT_EQ(line, "last");
 }
 
 TEST(CorpusReaderErrors, MissingOrNonStringTextNamesFileAndLine) {

@@ -106,6 +106,35 @@ TEST_F(BadBundle, RowErrorsNameFileLineAndField) {
             path.string() + ":1: field 'context_options': expected a non-empty list of strings");
 }
 
+// Found by fuzz_core_bundle: a core.yaml that is a bare scalar made yaml-cpp throw BadSubscript
+// (not a ct::Error) at root["icl_tasks"].
+TEST_F(BadBundle, HostileYamlAndBaselines) {
+  const std::string y = (dir_ / "core.yaml").string();
+  yaml("just a scalar\n");
+  EXPECT_EQ(load_error(), y + ": expected a mapping with a list 'icl_tasks'");
+  yaml("- a\n- list\n");
+  EXPECT_EQ(load_error(), y + ": expected a mapping with a list 'icl_tasks'");
+  // A data file outside the bundle is refused.
+  yaml("icl_tasks:\n- label: t\n  dataset_uri: ../../etc/passwd\n  num_fewshot: [0]\n  icl_task_type: schema\n");
+  EXPECT_EQ(load_error(), y + ":3: task 't': field 'dataset_uri': expected a relative path inside eval_data/ (no "
+                              "'..'), got '../../etc/passwd'");
+  yaml("icl_tasks:\n- label: t\n  dataset_uri: /etc/passwd\n  num_fewshot: [0]\n  icl_task_type: schema\n");
+  EXPECT_NE(load_error().find("field 'dataset_uri'"), std::string::npos);
+  // A baseline that is not a finite number.
+  yaml("icl_tasks:\n- label: t\n  dataset_uri: t.jsonl\n  num_fewshot: [0]\n  icl_task_type: multiple_choice\n");
+  write_file_atomic(dir_ / "eval_meta_data.csv", "Eval Task,Random baseline\nt,-inf\n");
+  EXPECT_EQ(load_error(), (dir_ / "eval_meta_data.csv").string() +
+                              ": line 2: column 'Random baseline': expected a number (percent), got '-inf'");
+}
+
+// A number beyond double made nlohmann::json throw out_of_range, not parse_error: it escaped.
+TEST_F(BadBundle, RowNumberBeyondDoubleIsNamed) {
+  const auto path = dir_ / "eval_data/t.jsonl";
+  write_file_atomic(path, "{\"query\": \"q\", \"choices\": [\"a\", \"b\"], \"gold\": 1e999}\n");
+  EXPECT_NE(error_of([&] { load_core_rows(path, CoreTaskType::kMultipleChoice); }).find(path.string() + ":1: invalid JSON"),
+            std::string::npos);
+}
+
 TEST(CoreBundle, RealBundleHas22TasksWithCoqaMissing) {
   const auto dir = test::data_dir() / "eval_bundle";
   if (!fs::exists(dir / "core.yaml")) GTEST_SKIP() << "no eval bundle at " << dir;

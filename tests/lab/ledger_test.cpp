@@ -212,6 +212,24 @@ TEST(Ledger, BadResultFilesNameTheFieldAndRecordNothing) {
   EXPECT_THROW(read_run_record(dir / "missing"), Error);
 }
 
+// Found by fuzz_run_record: nlohmann::json throws out_of_range, not parse_error, for a number
+// beyond double, and it escaped read_run_record (and the ledger's stored JSON) as another type.
+TEST(Ledger, NumbersBeyondDoubleAndDeepNestingAreNamed) {
+  ct::test::TempDir dir;
+  fs::create_directories(dir / "big");
+  write_file_atomic(dir / "big" / "result.json", R"({"format": "clocktrain-result/1", "val_bpb": 1e999})");
+  EXPECT_NE(error_of([&] { read_run_record(dir / "big"); }).find("result.json: invalid JSON"), std::string::npos);
+  write_file_atomic(dir / "big" / "result.json", std::string(50000, '[') + std::string(50000, ']'));
+  EXPECT_NE(error_of([&] { read_run_record(dir / "big"); }).find("nested deeper than"), std::string::npos);
+
+  Ledger ledger(dir / "lab.sqlite", true);
+  const int64_t id = ledger.add_experiment(sample_experiment());
+  ledger.add_verdict(id, "inconclusive", Rung::probe, Json{{"effect", 0.0}});
+  ledger.db().exec("UPDATE verdicts SET numbers_json = '{\"effect\": 1e999}'");
+  const std::string message = error_of([&] { ledger.verdicts(); });
+  EXPECT_NE(message.find("lab.sqlite: verdict 1: stored JSON is damaged: invalid JSON"), std::string::npos) << message;
+}
+
 TEST(Ledger, OlderSchemaIsMigratedWithItsDataKept) {
   ct::test::TempDir dir;
   auto path = dir / "old.sqlite";

@@ -77,6 +77,15 @@ TEST(Safetensors, RejectsBadHeadersNamingTheField) {
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("overlap"), std::string::npos);
   write_raw(p, "{not json", 0);
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("invalid JSON"), std::string::npos);
+  // A number beyond double: nlohmann throws out_of_range (not parse_error), which escaped.
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("header: invalid JSON"), std::string::npos);
+  // A dimension that is not an exact integer (nlohmann would cast 1e300 with undefined behaviour).
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1e300], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("tensor 'w': field 'shape'[0]: expected an integer"),
+            std::string::npos);
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}})", 4);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("field 'shape'[0]"), std::string::npos);
   // a header length larger than the file
   std::string bytes(8, '\0');
   uint64_t n = 1000;
@@ -123,6 +132,44 @@ TEST(ModelCheckpoint, WrongShapeIsRejectedBeforeLoading) {
   deeper.attention_layers = {true, false};
   GPT shallower(*backend, deeper);
   EXPECT_NE(error_of([&] { load_model_weights(shallower, dir / "model.safetensors"); }).find("unexpected tensor"),
+            std::string::npos);
+}
+
+// A config.json that claims a model larger than model.safetensors can hold is refused before the
+// model is allocated (a few bytes of JSON could otherwise ask for gigabytes).
+TEST(ModelCheckpoint, ConfigLargerThanTheWeightsFileIsRefusedBeforeAllocating) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  model.initialize(1);
+  save_model(model, dir.path());
+  Json config = read_json_file(dir / "config.json");
+  config["n_embd"] = 4096;
+  config["n_layer"] = 3;
+  config["n_head"] = 4;
+  config["n_kv_head"] = 2;
+  config.erase("padded_vocab_size");
+  write_file_atomic(dir / "config.json", config.dump());
+  const std::string e = error_of([&] { load_model(*backend, dir.path()); });
+  EXPECT_NE(e.find("model.safetensors: "), std::string::npos) << e;
+  EXPECT_NE(e.find("bytes cannot hold the"), std::string::npos) << e;
+}
+
+// Fields beyond the limits would overflow the parameter count (int64) or ask for huge rotary tables.
+TEST(ModelConfigLimits, FieldsBeyondTheLimitsAreRefused) {
+  Json j = to_json(test::tiny_config());
+  j["n_embd"] = int64_t{1} << 40;
+  j["n_head"] = 4;
+  j.erase("padded_vocab_size");
+  EXPECT_NE(error_of([&] { model_config_from_json(j, "config.json"); })
+                .find("config.json: field 'n_embd': expected a positive integer up to 65536"),
+            std::string::npos);
+  j = to_json(test::tiny_config());
+  j["sequence_len"] = int64_t{1} << 40;
+  EXPECT_NE(error_of([&] { model_config_from_json(j, "config.json"); }).find("field 'sequence_len'"), std::string::npos);
+  j = to_json(test::tiny_config());
+  j["n_layer"] = 2.5;
+  EXPECT_NE(error_of([&] { model_config_from_json(j, "config.json"); }).find("field 'n_layer': expected an integer"),
             std::string::npos);
 }
 

@@ -182,6 +182,24 @@ TEST_F(TokenizerFiles, MissingByteTokensAreRefused) {
   EXPECT_THAT(load_error(variant("bytes", &tiktoken, &json)), HasSubstr("no token for the single byte 255"));
 }
 
+// A hostile file with one very long token: loading tried every split of every token, hashing both
+// halves, O(length^2) per token (a 1 MiB token took about half an hour). Only splits into halves of
+// existing token lengths are tried now; without that this test runs into ctest's timeout.
+TEST_F(TokenizerFiles, OneHugeTokenLoadsQuickly) {
+  std::vector<std::string> lines;
+  for (int b = 0; b < 256; ++b) lines.push_back(base64_encode(std::string(1, static_cast<char>(b))) + " " + std::to_string(b));
+  lines.push_back(base64_encode(std::string(size_t{1} << 20, 'a')) + " 256");
+  lines.push_back(base64_encode("ab") + " 257");
+  Json j = Json::parse(json_);
+  j["vocab_size"] = 259;
+  j["mergeable_ranks"] = 258;
+  j["special_tokens"] = {{"<|bos|>", 258}};
+  const Tokenizer tokenizer = Tokenizer::from_file_contents(join_lines(lines), j.dump(), "huge.tiktoken", "huge.json");
+  EXPECT_EQ(tokenizer.vocab_size(), 259);
+  EXPECT_EQ(tokenizer.encode("ab"), std::vector<int32_t>{257});
+  EXPECT_EQ(tokenizer.token_bytes_of(256).size(), size_t{1} << 20);
+}
+
 TEST_F(TokenizerFiles, BadJsonIsNamed) {
   Json j = Json::parse(json_);
   EXPECT_THAT(load_error(with_json("syntax", "{\"pattern\": ")), AllOf(HasSubstr("tokenizer.json"), HasSubstr("invalid JSON")));

@@ -1,0 +1,7 @@
+// gzip-compressed JSONL corpus files (.jsonl.gz): the streaming decompressor, then the JSONL reader.
+#include "corpus_fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ct::fuzz::read_whole_corpus_file("corpus.jsonl.gz", ct::fuzz::as_text(data, size));
+  return 0;
+}

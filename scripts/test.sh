@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The whole test flow, as CI runs it (README.md's test command; docs/reliability.md):
+#   1. release   build (preset release) and every test (ctest)
+#   2. asan      build everything with clang, AddressSanitizer + UndefinedBehaviorSanitizer (preset
+#                fuzz, which also holds the fuzz targets: one sanitizer build serves stages 2 and 3)
+#                and run the unit tests under them; tests labelled `python` (which re-run C++ paths
+#                against a python3 subprocess) are left out unless CLOCKTRAIN_ASAN_PYTHON=1.
+#                ASAN_PRESET=asan uses GCC's sanitizers instead (preset asan, a separate build).
+#   3. fuzz      run each libFuzzer target for a short fixed time (scripts/fuzz.sh ci;
+#                FUZZ_CI_SECONDS, default 20)
+# Usage: scripts/test.sh [STAGE...]   (default: release asan fuzz). Dependencies come from
+# scripts/install-deps.sh. Prints the wall and CPU seconds of every stage; exits non-zero at the
+# first stage that fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz)
+jobs=${JOBS:-2}
+
+# (Each stage chains its commands with &&: `set -e` does not apply inside `stage || rc=$?`.)
+run_release() {
+  cmake --preset release && cmake --build --preset release -j"$jobs" && ctest --preset release
+}
+
+run_asan() {
+  local preset=${ASAN_PRESET:-fuzz}
+  cmake --preset "$preset" && cmake --build --preset "$preset" -j"$jobs" || return $?
+  local exclude=()
+  [ "${CLOCKTRAIN_ASAN_PYTHON:-0}" = 1 ] || exclude=(-LE python)
+  # halt_on_error: the first report fails the test; detect_leaks: leaks are reports too.
+  ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    ctest --preset "$preset" "${exclude[@]}"
+}
+
+run_fuzz() {
+  JOBS=$jobs ./scripts/fuzz.sh ci
+}
+
+summary=()
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    release | asan | fuzz) ;;
+    *) echo "test.sh: unknown stage '$stage' (release, asan, fuzz)" >&2; exit 2 ;;
+  esac
+  echo "==== stage $stage"
+  cpu_before=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  start=$(date +%s)
+  rc=0
+  "run_$stage" || rc=$?
+  wall=$(($(date +%s) - start))
+  # CPU seconds of the stage's finished children (clock ticks of the shell's cutime + cstime).
+  cpu=$(awk -v before="$cpu_before" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15 + $16 + $17 - before) / hz}' /proc/$$/stat)
+  summary+=("$(printf '%-8s %6d s wall %7d s CPU  %s' "$stage" "$wall" "$cpu" "$([ $rc = 0 ] && echo passed || echo "FAILED ($rc)")")")
+  if [ $rc != 0 ]; then
+    printf '%s\n' "==== summary" "${summary[@]}"
+    exit $rc
+  fi
+done
+printf '%s\n' "==== summary (load average: $(cut -d' ' -f1-3 /proc/loadavg))" "${summary[@]}"

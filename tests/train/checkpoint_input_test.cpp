@@ -1,0 +1,103 @@
+// Damaged or hostile training checkpoints and metrics logs: errors that name the file and the field,
+// never another exception type (found while fuzzing the readers: fuzz/training_state_fuzz.cpp,
+// fuzz/metrics_resume_fuzz.cpp).
+#include <gmock/gmock.h>
+
+#include "model/safetensors.h"
+#include "model/tiny_model.h"
+#include "optim/optimizer.h"
+#include "test_support.h"
+#include "train/checkpoint.h"
+#include "train/metrics_writer.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace ct {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TrainingStateInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = test::cpu_backend(1);
+    model_ = std::make_unique<GPT>(*backend_, test::tiny_config());
+    model_->initialize(3);
+    optimizer_ = std::make_unique<Optimizer>(*model_, OptimizerConfig{});
+    CheckpointContents contents;
+    contents.progress = {4, 256, 10.5, 1.5, 0};
+    contents.loader_state = Json{{"epoch", 0}};
+    contents.recipe = Json{{"name", "tiny"}};
+    contents.recipe_sha256 = "abc";
+    save_training_checkpoint(dir_ / "ckpt", *model_, *optimizer_, contents, {});
+  }
+
+  // Rewrites training_state.safetensors with one __metadata__ field replaced.
+  void set_metadata(const std::string& key, const std::string& value) {
+    const fs::path path = dir_ / "ckpt" / kTrainingStateFile;
+    SafetensorsFile file(path);
+    std::vector<std::vector<char>> data;
+    SafetensorsWriter writer;
+    for (const SafetensorsEntry& e : file.entries()) {
+      data.emplace_back(e.end - e.begin);
+      file.read(e, data.back().data());
+    }
+    size_t i = 0;
+    for (const SafetensorsEntry& e : file.entries()) writer.add(e.name, e.dtype, e.shape, data[i++].data());
+    for (const auto& [k, v] : file.metadata()) writer.set_metadata(k, k == key ? value : v);
+    writer.write(path);
+  }
+
+  std::string load_error() {
+    try {
+      load_training_checkpoint(dir_ / "ckpt", *model_, *optimizer_);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<GPT> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+TEST_F(TrainingStateInput, LoadsAsSaved) { EXPECT_EQ(load_error(), ""); }
+
+// nlohmann::json throws out_of_range, not parse_error, for a number beyond double: it escaped.
+TEST_F(TrainingStateInput, JsonMetadataErrorsNameTheField) {
+  set_metadata("loader_state", R"({"epoch": 1e999})");
+  EXPECT_THAT(load_error(), HasSubstr("training_state.safetensors: __metadata__ field 'loader_state': invalid JSON"));
+  set_metadata("loader_state", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_THAT(load_error(), HasSubstr("field 'loader_state': invalid JSON at byte 257: arrays/objects nested deeper"));
+  set_metadata("loader_state", R"({"epoch": 0})");
+  set_metadata("recipe", "{");
+  EXPECT_THAT(load_error(), HasSubstr("__metadata__ field 'recipe': invalid JSON at byte"));
+}
+
+TEST_F(TrainingStateInput, CountersAndClocksMustBeSane) {
+  set_metadata("clock_seconds", "nan");
+  EXPECT_THAT(load_error(), HasSubstr("__metadata__ field 'clock_seconds': expected finite seconds >= 0, got nan"));
+  set_metadata("clock_seconds", "10.5");
+  set_metadata("startup_seconds", "-1");
+  EXPECT_THAT(load_error(), HasSubstr("field 'startup_seconds': expected finite seconds >= 0"));
+  set_metadata("startup_seconds", "1.5");
+  set_metadata("step", "-4");
+  EXPECT_THAT(load_error(), HasSubstr("__metadata__ field 'step': expected a count >= 0, got -4"));
+  set_metadata("step", "4");
+  EXPECT_EQ(load_error(), "");
+}
+
+// Resuming rereads metrics.jsonl; a line holding a number beyond double (out_of_range, not a
+// parse_error) escaped. It is dropped like a line cut by a crash.
+TEST(MetricsWriterResume, UnreadableLinesAreDropped) {
+  test::TempDir dir;
+  const fs::path path = dir / "metrics.jsonl";
+  write_file_atomic(path, "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 2, \"loss\": 1e999}\n{\"step\": 5}\n{\"step\": 3, \"lo");
+  { MetricsWriter log(path, 3); }
+  EXPECT_EQ(read_file(path), "{\"step\": 1, \"loss\": 2.0}\n");
+}
+
+}  // namespace
+}  // namespace ct
