@@ -17,7 +17,12 @@ if(NOT dnnl_FOUND)
   add_library(DNNL::dnnl UNKNOWN IMPORTED)
   set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION ${DNNL_LIBRARY})
 endif()
-find_library(OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+# OpenBLAS: cblas.h at build time; the library itself is loaded at run time from its OpenMP build
+# (src/backend/cpu/gemm_library.h says why), so it is found here by path and not linked.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas-openmp openblas REQUIRED)
+find_file(OPENBLAS_OPENMP_LIBRARY libopenblas.so.0
+          PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp /usr/lib64/openblas-openmp
+          NO_DEFAULT_PATH REQUIRED)
 if(CLOCKTRAIN_TESTS)
   find_package(GTest REQUIRED)
 endif()

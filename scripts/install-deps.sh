@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
-  libopenblas-dev libdnnl-dev
+  libopenblas-dev libopenblas0-openmp libdnnl-dev
   libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev

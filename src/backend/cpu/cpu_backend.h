@@ -1,5 +1,30 @@
 #pragma once
 // The CPU backend: the reference implementation of backend.h, multithreaded with OpenMP.
+//
+// Each op's forward and backward sit next to each other in src/backend/cpu/cpu_<op>.cpp with the
+// math in a comment; the CUDA backend is tested against these.
+//
+// Dtypes
+// - Compute ops run in f32 or f64 (kernels are written once, as templates). All "main" tensors of
+//   one call (activations, weights, gradients, logits) share that dtype; bf16 is rejected by every
+//   compute op with a ct::Error naming the op.
+// - Side tensors (rmsnorm/rope rstd, attention lse, cross-entropy losses, rope cos/sin) are f32,
+//   or f64 when the compute dtype is f64. Keeping them in f64 makes float64 finite-difference
+//   checks exact to ~1e-10; storing them in f32 while computing in f64 is allowed too.
+// - tokens, targets and argmax are i32. allocate/upload/download/copy/fill handle every dtype,
+//   bf16 included (conversions round to nearest even); i32 converts only to i32.
+// - softcap_cross_entropy: softcap 0 means no cap (z = logits).
+// - axpby with beta == 0 overwrites y (stale NaNs in y do not survive), as BLAS does.
+//
+// Threads: BackendOptions::threads sets OpenMP's thread count for the whole process (0 = every
+// available core). Kernels parallelise over rows, heads or (batch, head) pairs; every output element
+// is written by one thread in a fixed order, and reductions (sum, sum_squares) add fixed blocks in
+// order, so results are identical from run to run (and for sum/sum_squares, for any thread count).
+//
+// GEMM: f32 through OpenBLAS or oneDNN (gemm_library.h; CLOCKTRAIN_CPU_GEMM picks), f64 through
+// OpenBLAS's dgemm. BackendOptions::matmul_precision must be "f32" for now.
+//
+// peak_flops(): measured on first use (a few 1536^3 f32 GEMMs, ~0.2 s on 2 cores) and cached.
 #include <memory>
 
 #include "backend/backend.h"

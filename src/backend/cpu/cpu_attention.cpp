@@ -1,0 +1,249 @@
+// Causal softmax attention, flash style: no T x T matrix is ever stored.
+//
+// Shapes: q, out [B, Tq, H, D]; k, v [B, Tk, Hkv, D]; lse [B, H, Tq]. Query head h reads key/value
+// head h / (H / Hkv) (grouped-query attention). Query i sits at absolute position Tk - Tq + i and
+// sees keys 0 .. Tk - Tq + i (Tk > Tq is the KV-cache path of inference).
+//
+// Forward, for one query i (s_j = scale q_i . k_j over the visible keys j):
+//   lse_i = log sum_j exp(s_j);  out_i = sum_j exp(s_j - lse_i) v_j
+// computed over key blocks with an online softmax: keep the running max m, the running sum
+// l = sum exp(s - m) and the running acc = sum exp(s - m) v; on a new block with max m',
+// rescale l and acc by exp(m - m'). At the end out_i = acc / l and lse_i = m + log l.
+//
+// Backward, with p_ij = exp(s_ij - lse_i) recomputed from the saved lse and D_i = dout_i . out_i:
+//   dv_j += p_ij dout_i
+//   dp_ij = dout_i . v_j;   ds_ij = p_ij (dp_ij - D_i)      (softmax backward: sum_j p_ij dp_ij = D_i)
+//   dq_i += scale ds_ij k_j;   dk_j += scale ds_ij q_i
+//
+// Both passes work on [64 queries x 64 keys] tiles whose products (Q K^T, P V, P^T dO, dO V^T,
+// dS K, dS^T Q) go through the GEMM library, called from inside the parallel region where it runs
+// on the calling thread.
+//
+// Parallelism: the forward pass runs one task per (batch, head, block of queries); the backward pass
+// one task per (batch, kv head), which owns dk and dv of that head and dq of its query heads, so
+// every output is written by exactly one task in a fixed order (deterministic, no atomics).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/vector_math.h"
+
+namespace ct {
+
+namespace {
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyBlock = 64;
+
+struct AttentionShape {
+  int64_t batch, query_len, key_len, heads, kv_heads, head_dim;
+  int64_t group() const { return heads / kv_heads; }        // query heads per kv head
+  int64_t key_offset() const { return key_len - query_len; }  // absolute position of query 0
+  // Element offsets of row (b, t, head) in q/out and in k/v, and of lse[b, h, 0].
+  int64_t q_row(int64_t b, int64_t t, int64_t h) const { return ((b * query_len + t) * heads + h) * head_dim; }
+  int64_t kv_row(int64_t b, int64_t t, int64_t g) const { return ((b * key_len + t) * kv_heads + g) * head_dim; }
+  int64_t lse_row(int64_t b, int64_t h) const { return (b * heads + h) * query_len; }
+  int64_t q_stride() const { return heads * head_dim; }      // between positions of one head
+  int64_t kv_stride() const { return kv_heads * head_dim; }
+  int64_t work() const { return batch * heads * query_len * key_len * head_dim; }  // ~ multiply-adds x 2
+  // How many keys of the block starting at j_begin query i sees (may be <= 0).
+  int64_t visible_in_block(int64_t i, int64_t j_begin) const { return key_offset() + i + 1 - j_begin; }
+};
+
+template <typename T>
+inline T dot(const T* a, const T* b, int64_t n) {
+  T total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t d = 0; d < n; ++d) total += a[d] * b[d];
+  return total;
+}
+
+// Rows are [query block, key block] tiles of scores: row r of `tile` (stride kKeyBlock) holds query
+// i_begin + r against keys j_begin ..; `visible` of them are causal-visible, the rest are zeroed.
+template <typename T>
+void zero_tail(T* row, int64_t visible, int64_t keys) {
+  for (int64_t j = std::max<int64_t>(visible, 0); j < keys; ++j) row[j] = 0;
+}
+
+template <typename T>
+void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s, T scale,
+                              GemmLibrary library) {
+  const int64_t dim = s.head_dim, query_blocks = (s.query_len + kQueryBlock - 1) / kQueryBlock;
+#pragma omp parallel if (s.work() > kMinParallelElements)
+  {
+    std::vector<T> scores(kQueryBlock * kKeyBlock), acc(static_cast<size_t>(kQueryBlock * dim));
+    T running_max[kQueryBlock], running_sum[kQueryBlock];
+#pragma omp for collapse(3) schedule(dynamic)
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t h = 0; h < s.heads; ++h)
+        for (int64_t block = 0; block < query_blocks; ++block) {
+          const int64_t g = h / s.group();
+          const int64_t i_begin = block * kQueryBlock, queries = std::min(s.query_len - i_begin, kQueryBlock);
+          const int64_t key_end = s.key_offset() + i_begin + queries;  // keys the block's last query sees
+          const T* q_block = q + s.q_row(b, i_begin, h);
+          std::fill(acc.begin(), acc.end(), T(0));
+          std::fill(running_max, running_max + kQueryBlock, -INFINITY);
+          std::fill(running_sum, running_sum + kQueryBlock, T(0));
+          for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
+            const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
+            // scores = scale Q K^T for this tile
+            gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
+                           k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
+            for (int64_t r = 0; r < queries; ++r) {
+              T* row = scores.data() + r * kKeyBlock;
+              const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+              zero_tail(row, visible, keys);
+              if (visible <= 0) continue;
+              const T new_max = std::max(running_max[r], max_of(row, visible));
+              const T correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
+              for (int64_t j = 0; j < visible; ++j) row[j] -= new_max;
+              exp_in_place(row, visible);  // row = exp(s - m'), the unnormalised probabilities
+              running_sum[r] = running_sum[r] * correction + sum_of(row, visible);
+              running_max[r] = new_max;
+              if (correction != T(1)) {
+                T* acc_row = acc.data() + r * dim;
+                for (int64_t d = 0; d < dim; ++d) acc_row[d] *= correction;
+              }
+            }
+            // acc += P V
+            gemm_row_major(library, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
+                           v + s.kv_row(b, j_begin, g), s.kv_stride(), T(1), acc.data(), dim);
+          }
+          for (int64_t r = 0; r < queries; ++r) {
+            T* out_row = out + s.q_row(b, i_begin + r, h);
+            const T inv_sum = T(1) / running_sum[r];
+            for (int64_t d = 0; d < dim; ++d) out_row[d] = acc[static_cast<size_t>(r * dim + d)] * inv_sum;
+            lse[s.lse_row(b, h) + i_begin + r] = running_max[r] + std::log(running_sum[r]);
+          }
+        }
+  }
+}
+
+template <typename T>
+void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
+                               const T* k, const T* v, const AttentionShape& s, T scale, GemmLibrary library) {
+  const int64_t dim = s.head_dim;
+#pragma omp parallel if (s.work() > kMinParallelElements)
+  {
+    std::vector<T> probs(kQueryBlock * kKeyBlock), dscores(kQueryBlock * kKeyBlock);
+    std::vector<T> out_dot_dout(static_cast<size_t>(s.query_len));  // D_i
+#pragma omp for collapse(2) schedule(dynamic)
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t g = 0; g < s.kv_heads; ++g) {
+        for (int64_t j = 0; j < s.key_len; ++j) {
+          std::fill(dk + s.kv_row(b, j, g), dk + s.kv_row(b, j, g) + dim, T(0));
+          std::fill(dv + s.kv_row(b, j, g), dv + s.kv_row(b, j, g) + dim, T(0));
+        }
+        for (int64_t h = g * s.group(); h < (g + 1) * s.group(); ++h) {
+          const T* lse_h = lse + s.lse_row(b, h);
+          for (int64_t i = 0; i < s.query_len; ++i) {
+            out_dot_dout[static_cast<size_t>(i)] = dot(dout + s.q_row(b, i, h), out + s.q_row(b, i, h), dim);
+            std::fill(dq + s.q_row(b, i, h), dq + s.q_row(b, i, h) + dim, T(0));
+          }
+          for (int64_t i_begin = 0; i_begin < s.query_len; i_begin += kQueryBlock) {
+            const int64_t queries = std::min(s.query_len - i_begin, kQueryBlock);
+            const int64_t key_end = s.key_offset() + i_begin + queries;
+            const T* q_block = q + s.q_row(b, i_begin, h);
+            const T* dout_block = dout + s.q_row(b, i_begin, h);
+            T* dq_block = dq + s.q_row(b, i_begin, h);
+            for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
+              const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
+              const int64_t kv = s.kv_row(b, j_begin, g);
+              // P = exp(scale Q K^T - lse), zero where masked
+              gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(), k + kv,
+                             s.kv_stride(), T(0), probs.data(), kKeyBlock);
+              for (int64_t r = 0; r < queries; ++r) {
+                T* row = probs.data() + r * kKeyBlock;
+                const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+                zero_tail(row, visible, keys);
+                if (visible <= 0) continue;
+                for (int64_t j = 0; j < visible; ++j) row[j] -= lse_h[i_begin + r];
+                exp_in_place(row, visible);
+              }
+              // dV += P^T dO
+              gemm_row_major(library, true, false, keys, dim, queries, T(1), probs.data(), kKeyBlock, dout_block,
+                             s.q_stride(), T(1), dv + kv, s.kv_stride());
+              // dP = dO V^T, then dS = scale P (dP - D)
+              gemm_row_major(library, false, true, queries, keys, dim, T(1), dout_block, s.q_stride(), v + kv,
+                             s.kv_stride(), T(0), dscores.data(), kKeyBlock);
+              for (int64_t r = 0; r < queries; ++r) {
+                const T d_i = out_dot_dout[static_cast<size_t>(i_begin + r)];
+                T* ds = dscores.data() + r * kKeyBlock;
+                const T* p = probs.data() + r * kKeyBlock;
+                for (int64_t j = 0; j < keys; ++j) ds[j] = scale * p[j] * (ds[j] - d_i);
+              }
+              // dQ += dS K;  dK += dS^T Q
+              gemm_row_major(library, false, false, queries, dim, keys, T(1), dscores.data(), kKeyBlock, k + kv,
+                             s.kv_stride(), T(1), dq_block, s.q_stride());
+              gemm_row_major(library, true, false, keys, dim, queries, T(1), dscores.data(), kKeyBlock, q_block,
+                             s.q_stride(), T(1), dk + kv, s.kv_stride());
+            }
+          }
+        }
+      }
+  }
+}
+
+AttentionShape check_attention_args(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& lse, DType dtype) {
+  check_ndim(op, "q", q, 4);
+  check_ndim(op, "k", k, 4);
+  check_same_dtype(op, "k", k, "q", q);
+  check_same_dtype(op, "v", v, "q", q);
+  check_shape(op, "v", v, k.shape);
+  AttentionShape s{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
+  check(k.shape[0] == s.batch && k.shape[3] == s.head_dim, op, ": k ", k.shape.to_string(),
+        " does not match q ", q.shape.to_string(), " in batch or head_dim");
+  check(s.kv_heads > 0 && s.heads % s.kv_heads == 0, op, ": query heads (", s.heads,
+        ") must be a multiple of kv heads (", s.kv_heads, ")");
+  check(s.key_len >= s.query_len, op, ": keys (", s.key_len, ") must be at least as many as queries (",
+        s.query_len, ")");
+  check_side_dtype(op, "lse", lse, dtype);
+  check_numel(op, "lse", lse, s.batch * s.heads * s.query_len);
+  return s;
+}
+
+}  // namespace
+
+void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                   const Tensor& v, double scale) {
+  const char* op = "attention_forward";
+  DType dtype = check_float_dtype(op, "q", q);
+  AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
+  check_same_dtype(op, "out", out, "q", q);
+  check_shape(op, "out", out, q.shape);
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    SideValues<T> lse_values(lse);
+    attention_forward_kernel(out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
+                             static_cast<T>(scale), gemm_library_);
+    lse_values.store();
+  });
+}
+
+void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                                    const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                                    const Tensor& k, const Tensor& v, double scale) {
+  const char* op = "attention_backward";
+  DType dtype = check_float_dtype(op, "q", q);
+  AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dq_out", dq_out}, {"dout", dout}, {"out", out}}) {
+    check_same_dtype(op, name, t, "q", q);
+    check_shape(op, name, t, q.shape);
+  }
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dk_out", dk_out}, {"dv_out", dv_out}}) {
+    check_same_dtype(op, name, t, "q", q);
+    check_shape(op, name, t, k.shape);
+  }
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    SideValues<T> lse_values(lse);
+    lse_values.load();
+    attention_backward_kernel(dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(), dout.as<T>(), out.as<T>(),
+                              lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale),
+                              gemm_library_);
+  });
+}
+
+}  // namespace ct

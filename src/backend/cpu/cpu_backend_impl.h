@@ -1,0 +1,133 @@
+#pragma once
+// The CPU backend's class and the helpers its op files share: argument checks that name the op,
+// dispatch over the compute dtype (f32 or f64), and "side" tensors (rstd, lse, losses, cos, sin)
+// that may be stored in f32 while the computation runs in f64.
+//
+// Each op lives in its own file (cpu_<op>.cpp) with its forward and backward kernels next to each
+// other, the math in a comment, and the CpuBackend method that checks the arguments and calls them.
+// Kernels never throw: every check happens before a parallel region starts.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/gemm_library.h"
+#include "util/error.h"
+
+namespace ct {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options);
+
+  std::string name() const override { return "cpu"; }
+  std::string device_description() const override;
+  int device_count() const override { return threads_; }
+  double peak_flops() const override;
+
+  Tensor allocate(const Shape& shape, DType dtype) override;
+  void release(Tensor& tensor) override;
+  void upload(const Tensor& dst, const void* host, DType host_dtype) override;
+  void download(void* host, DType host_dtype, const Tensor& src) override;
+
+  void fill(const Tensor& x, double value) override;
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
+  void scale(const Tensor& x, double factor) override;
+  double sum(const Tensor& x) override;
+  double sum_squares(const Tensor& x) override;
+
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+            double alpha, double beta) override;
+
+  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
+  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
+  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
+  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
+  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                           const Tensor& sin, int64_t pos_offset, double eps) override;
+  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                            const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
+  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                         double scale) override;
+  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
+                          const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                          double scale) override;
+  void relu2_forward(const Tensor& y, const Tensor& x) override;
+  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
+  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                     const Tensor& targets, double softcap) override;
+  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
+                                      double softcap, double loss_scale) override;
+
+  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                    double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
+  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
+  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+
+ private:
+  int threads_ = 1;
+  GemmLibrary gemm_library_ = GemmLibrary::openblas;
+  mutable double peak_flops_cache_ = -1.0;
+};
+
+// Loops over fewer elements than this run on one thread: starting a parallel region costs more than
+// it saves (and on a loaded machine, much more).
+constexpr int64_t kMinParallelElements = 1 << 15;
+
+// ---- argument checks: each message starts with the op's name ----------------------------------
+
+void check_not_empty(const char* op, const char* arg, const Tensor& t);
+void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected);
+// The compute dtype of a float op: f32 or f64, else an error naming the op.
+DType check_float_dtype(const char* op, const char* arg, const Tensor& t);
+void check_same_dtype(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref);
+void check_shape(const char* op, const char* arg, const Tensor& t, const Shape& expected);
+void check_ndim(const char* op, const char* arg, const Tensor& t, int ndim);
+void check_numel(const char* op, const char* arg, const Tensor& t, int64_t expected);
+// Same element count and same last dimension (the same rows, whatever the leading dimensions).
+void check_same_rows(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref);
+// Side tensors (rstd, lse, losses, cos, sin) are f32, or f64 when the compute dtype is f64.
+void check_side_dtype(const char* op, const char* arg, const Tensor& t, DType compute);
+// Every token id in [0, vocab) (targets: negative ids are allowed and mean "ignored").
+void check_token_range(const char* op, const char* arg, const Tensor& ids, int64_t vocab, bool allow_negative);
+
+// Calls fn(float{}) or fn(double{}) for the compute dtype.
+template <typename Fn>
+void dispatch_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::f64) {
+    fn(double{});
+  } else {
+    fn(float{});
+  }
+}
+
+// A side tensor seen as T values: the tensor's own memory when its dtype is T, otherwise a
+// converted copy (load() for inputs; store() writes the copy back for outputs). The side tensors
+// are one value per row or per position, so the copy costs nothing next to the op itself.
+template <typename T>
+class SideValues {
+ public:
+  explicit SideValues(const Tensor& t) : tensor_(t) {
+    if (!same_dtype()) copy_.resize(static_cast<size_t>(t.numel()));
+  }
+  T* data() { return same_dtype() ? tensor_.as<T>() : copy_.data(); }
+  void load() {
+    if (same_dtype()) return;
+    const float* src = tensor_.as<float>();
+    for (size_t i = 0; i < copy_.size(); ++i) copy_[i] = static_cast<T>(src[i]);
+  }
+  void store() {
+    if (same_dtype()) return;
+    float* dst = tensor_.as<float>();
+    for (size_t i = 0; i < copy_.size(); ++i) dst[i] = static_cast<float>(copy_[i]);
+  }
+
+ private:
+  bool same_dtype() const { return tensor_.dtype == (sizeof(T) == 8 ? DType::f64 : DType::f32); }
+  Tensor tensor_;
+  std::vector<T> copy_;
+};
+
+}  // namespace ct

@@ -1,0 +1,147 @@
+// Softcapped cross-entropy over logits viewed as [N, V] (softcap 0 = no cap).
+//   forward:  z = cap tanh(logits / cap);  loss_n = logsumexp(z_n) - z_n[t_n]   (0 where t_n < 0)
+//             argmax_n = the first index of max_j z_n[j]
+//   backward: dlogits_nj = loss_scale (softmax(z_n)_j - [j == t_n]) (1 - (z_nj / cap)^2)
+//             (d z / d logits = 1 - tanh^2), and 0 on rows with t_n < 0.
+// Rows are independent: parallel over rows. The backward pass reads a whole row of logits into a
+// scratch row of z before writing any of dlogits, so dlogits may alias logits.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/vector_math.h"
+
+namespace ct {
+
+namespace {
+
+// z = cap tanh(l / cap) for one row (z = l without a cap); returns max_j z_j.
+template <typename T>
+T softcap_row(T* z, const T* logits, int64_t vocab, T cap) {
+  if (cap > T(0)) {
+    const T inv_cap = T(1) / cap;  // l / cap as l * (1 / cap): within an ulp, and no division per element
+    for (int64_t j = 0; j < vocab; ++j) z[j] = logits[j] * inv_cap;
+    tanh_in_place(z, vocab);
+    for (int64_t j = 0; j < vocab; ++j) z[j] *= cap;
+  } else {
+    std::copy(logits, logits + vocab, z);
+  }
+  return max_of(z, vocab);
+}
+
+// e = exp(z - shift), e may be z itself; returns sum_j e_j (accumulated in double).
+template <typename T>
+T exp_shifted(T* e, const T* z, int64_t vocab, T shift) {
+  for (int64_t j = 0; j < vocab; ++j) e[j] = z[j] - shift;
+  exp_in_place(e, vocab);
+  double total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < vocab; ++j) total += static_cast<double>(e[j]);
+  return static_cast<T>(total);
+}
+
+// Each thread keeps one scratch row of z (32 KiB for vocab 8192 in f32, so that the row's passes
+// stay in L1/L2); the forward pass turns it into exp(z - max) in place, the backward pass writes
+// the probabilities straight into the output row.
+template <typename T>
+void cross_entropy_forward_kernel(T* losses, int32_t* argmax, const T* logits, const int32_t* targets, int64_t rows,
+                                  int64_t vocab, T cap) {
+#pragma omp parallel if (rows * vocab > kMinParallelElements)
+  {
+    std::vector<T> z(static_cast<size_t>(vocab));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < rows; ++n) {
+      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);
+      if (argmax) argmax[n] = static_cast<int32_t>(std::find(z.begin(), z.end(), max_z) - z.begin());  // first
+      int32_t target = targets[n];
+      if (target < 0) {
+        losses[n] = 0;
+        continue;
+      }
+      T z_target = z[static_cast<size_t>(target)];
+      T log_sum_exp = max_z + std::log(exp_shifted(z.data(), z.data(), vocab, max_z));
+      losses[n] = log_sum_exp - z_target;
+    }
+  }
+}
+
+template <typename T>
+void cross_entropy_backward_kernel(T* dlogits, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                   T cap, T loss_scale) {
+#pragma omp parallel if (rows * vocab > kMinParallelElements)
+  {
+    std::vector<T> z(static_cast<size_t>(vocab));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < rows; ++n) {
+      T* d = dlogits + n * vocab;
+      int32_t target = targets[n];
+      if (target < 0) {
+        std::fill(d, d + vocab, T(0));
+        continue;
+      }
+      T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);  // reads the whole row before d is written
+      T inv_sum = T(1) / exp_shifted(d, z.data(), vocab, max_z);
+      // d loss / d z_j = softmax_j - [j == t];  d z_j / d logit_j = 1 - (z_j / cap)^2
+      const T inv_cap = cap > T(0) ? T(1) / cap : T(0);
+#pragma omp simd
+      for (int64_t j = 0; j < vocab; ++j) {
+        T dz_dlogit = T(1) - (z[j] * inv_cap) * (z[j] * inv_cap);
+        d[j] = loss_scale * d[j] * inv_sum * dz_dlogit;
+      }
+      const T z_target = z[static_cast<size_t>(target)];
+      d[target] -= loss_scale * (T(1) - (z_target * inv_cap) * (z_target * inv_cap));
+    }
+  }
+}
+
+int64_t check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets, double softcap) {
+  check(logits.shape.ndim >= 1, op, ": logits has no dimensions");
+  int64_t vocab = logits.shape[logits.shape.ndim - 1];
+  check(vocab > 0, op, ": logits has an empty last dimension, shape ", logits.shape.to_string());
+  int64_t rows = logits.numel() / vocab;
+  check_numel(op, "targets", targets, rows);
+  check_token_range(op, "targets", targets, vocab, true);
+  check(softcap >= 0 && std::isfinite(softcap), op, ": softcap must be >= 0 (0 = no cap), got ", softcap);
+  return rows;
+}
+
+}  // namespace
+
+void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                               const Tensor& targets, double softcap) {
+  const char* op = "softcap_cross_entropy_forward";
+  DType dtype = check_float_dtype(op, "logits", logits);
+  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+  int64_t vocab = logits.shape[logits.shape.ndim - 1];
+  check_side_dtype(op, "losses", losses, dtype);
+  check_numel(op, "losses", losses, rows);
+  if (!argmax.empty()) {
+    check_dtype(op, "argmax", argmax, DType::i32);
+    check_numel(op, "argmax", argmax, rows);
+  }
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    SideValues<T> loss_values(losses);
+    cross_entropy_forward_kernel(loss_values.data(), argmax.empty() ? nullptr : argmax.as<int32_t>(), logits.as<T>(),
+                                 targets.as<int32_t>(), rows, vocab, static_cast<T>(softcap));
+    loss_values.store();
+  });
+}
+
+void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                                const Tensor& targets, double softcap, double loss_scale) {
+  const char* op = "softcap_cross_entropy_backward";
+  DType dtype = check_float_dtype(op, "logits", logits);
+  check_same_dtype(op, "dlogits_out", dlogits_out, "logits", logits);
+  check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
+  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+  int64_t vocab = logits.shape[logits.shape.ndim - 1];
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    cross_entropy_backward_kernel(dlogits_out.as<T>(), logits.as<T>(), targets.as<int32_t>(), rows, vocab,
+                                  static_cast<T>(softcap), static_cast<T>(loss_scale));
+  });
+}
+
+}  // namespace ct

@@ -1,0 +1,77 @@
+// Optimizer updates, elementwise over f32 (or f64) parameters and state.
+//   AdamW at step t (1-based), bias-corrected, weight decay decoupled from the gradient:
+//     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//     p -= lr (wd p + (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps))
+//   Muon momentum, Nesterov form:
+//     buf = mu buf + (1 - mu) g;  u = (1 - mu) g + mu buf
+#include <cmath>
+
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ct {
+
+namespace {
+
+template <typename T>
+void adamw_kernel(T* param, const T* grad, T* m, T* v, int64_t n, T lr, T beta1, T beta2, T eps, T weight_decay,
+                  T bias_correction1, T bias_correction2) {
+#pragma omp parallel for simd schedule(static) if (n > kMinParallelElements)
+  for (int64_t i = 0; i < n; ++i) {
+    T g = grad[i];
+    T m_new = beta1 * m[i] + (T(1) - beta1) * g;
+    T v_new = beta2 * v[i] + (T(1) - beta2) * g * g;
+    m[i] = m_new;
+    v[i] = v_new;
+    T update = (m_new / bias_correction1) / (std::sqrt(v_new / bias_correction2) + eps);
+    param[i] -= lr * (weight_decay * param[i] + update);
+  }
+}
+
+template <typename T>
+void muon_momentum_kernel(T* u, T* buf, const T* grad, int64_t n, T mu) {
+#pragma omp parallel for simd schedule(static) if (n > kMinParallelElements)
+  for (int64_t i = 0; i < n; ++i) {
+    T g = grad[i];
+    T b = mu * buf[i] + (T(1) - mu) * g;
+    buf[i] = b;
+    u[i] = (T(1) - mu) * g + mu * b;
+  }
+}
+
+}  // namespace
+
+void CpuBackend::adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                              double beta1, double beta2, double eps, double weight_decay, int64_t step) {
+  const char* op = "adamw_update";
+  DType dtype = check_float_dtype(op, "param", param);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"grad", grad}, {"m", m}, {"v", v}}) {
+    check_same_dtype(op, name, t, "param", param);
+    check_numel(op, name, t, param.numel());
+  }
+  check(step >= 1, op, ": step is 1-based, got ", step);
+  check(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, op, ": betas must lie in [0, 1), got (", beta1, ", ",
+        beta2, ")");
+  double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+  double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    adamw_kernel(param.as<T>(), grad.as<T>(), m.as<T>(), v.as<T>(), param.numel(), static_cast<T>(lr),
+                 static_cast<T>(beta1), static_cast<T>(beta2), static_cast<T>(eps), static_cast<T>(weight_decay),
+                 static_cast<T>(bias_correction1), static_cast<T>(bias_correction2));
+  });
+}
+
+void CpuBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
+  const char* op = "muon_momentum";
+  DType dtype = check_float_dtype(op, "grad", grad);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"u_out", u_out}, {"buf", buf}}) {
+    check_same_dtype(op, name, t, "grad", grad);
+    check_numel(op, name, t, grad.numel());
+  }
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    muon_momentum_kernel(u_out.as<T>(), buf.as<T>(), grad.as<T>(), grad.numel(), static_cast<T>(mu));
+  });
+}
+
+}  // namespace ct

@@ -1,0 +1,148 @@
+// Rotary embedding (half split) followed by RMSNorm over head_dim: the QK norm of model.md.
+// For one head vector x of size D at position p, with c_j = cos[p, j], s_j = sin[p, j], j < D/2:
+//   forward:  rot_j = x_j c_j + x_{j+D/2} s_j;   rot_{j+D/2} = -x_j s_j + x_{j+D/2} c_j
+//             r = 1 / sqrt(mean(rot^2) + eps);   y = rot r
+//   backward: drot = r (dy - y mean(dy y))       (RMSNorm backward, see cpu_rmsnorm.cpp)
+//             dx = R^T drot:  dx_j = c_j drot_j - s_j drot_{j+D/2};  dx_{j+D/2} = s_j drot_j + c_j drot_{j+D/2}
+// Rows (b, t, h) are independent: parallel over them.
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ct {
+
+namespace {
+
+struct RopeShape {
+  int64_t batch, time, heads, head_dim;
+  int64_t half() const { return head_dim / 2; }
+  int64_t rows() const { return batch * time * heads; }
+};
+
+template <typename T>
+void rope_qknorm_forward_kernel(T* y, T* rstd, const T* x, const T* cos, const T* sin, const RopeShape& s,
+                                T eps) {
+  const int64_t d = s.head_dim, half = s.half();
+#pragma omp parallel for schedule(static) if (s.rows() * d > kMinParallelElements)
+  for (int64_t row = 0; row < s.rows(); ++row) {
+    int64_t t = (row / s.heads) % s.time;  // cos/sin rows are already offset by pos_offset
+    const T* c = cos + t * half;
+    const T* sn = sin + t * half;
+    const T* xr = x + row * d;
+    T* yr = y + row * d;
+    T sum_squares = 0;
+#pragma omp simd reduction(+ : sum_squares)
+    for (int64_t j = 0; j < half; ++j) {
+      T x1 = xr[j], x2 = xr[j + half];
+      T rot1 = x1 * c[j] + x2 * sn[j];
+      T rot2 = -x1 * sn[j] + x2 * c[j];
+      yr[j] = rot1;
+      yr[j + half] = rot2;
+      sum_squares += rot1 * rot1 + rot2 * rot2;
+    }
+    T inv_rms = T(1) / std::sqrt(sum_squares / static_cast<T>(d) + eps);
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) yr[j] *= inv_rms;
+    rstd[row] = inv_rms;
+  }
+}
+
+template <typename T>
+void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, const T* rstd, const T* cos, const T* sin,
+                                 const RopeShape& s) {
+  const int64_t d = s.head_dim, half = s.half();
+#pragma omp parallel for schedule(static) if (s.rows() * d > kMinParallelElements)
+  for (int64_t row = 0; row < s.rows(); ++row) {
+    int64_t t = (row / s.heads) % s.time;
+    const T* c = cos + t * half;
+    const T* sn = sin + t * half;
+    const T* dyr = dy + row * d;
+    const T* yr = y + row * d;
+    T* dxr = dx + row * d;
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < d; ++j) dot += dyr[j] * yr[j];
+    T mean_dot = dot / static_cast<T>(d), inv_rms = rstd[row];
+#pragma omp simd
+    for (int64_t j = 0; j < half; ++j) {
+      T drot1 = inv_rms * (dyr[j] - yr[j] * mean_dot);
+      T drot2 = inv_rms * (dyr[j + half] - yr[j + half] * mean_dot);
+      dxr[j] = c[j] * drot1 - sn[j] * drot2;
+      dxr[j + half] = sn[j] * drot1 + c[j] * drot2;
+    }
+  }
+}
+
+// The rows pos_offset .. pos_offset + T of a cos or sin table, as T values.
+template <typename T>
+std::vector<T> table_rows(const Tensor& table, int64_t pos_offset, int64_t time, int64_t half) {
+  std::vector<T> rows(static_cast<size_t>(time * half));
+  for (int64_t i = 0; i < time * half; ++i) {
+    int64_t index = pos_offset * half + i;
+    rows[static_cast<size_t>(i)] = table.dtype == DType::f64 ? static_cast<T>(table.as<double>()[index])
+                                                             : static_cast<T>(table.as<float>()[index]);
+  }
+  return rows;
+}
+
+RopeShape check_rope_args(const char* op, const Tensor& x, const Tensor& rstd, const Tensor& cos, const Tensor& sin,
+                          int64_t pos_offset, DType dtype) {
+  check_ndim(op, "x", x, 4);
+  RopeShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
+  check(s.head_dim % 2 == 0, op, ": head_dim must be even, got ", s.head_dim, " (x ", x.shape.to_string(), ")");
+  check_side_dtype(op, "rstd", rstd, dtype);
+  check_numel(op, "rstd", rstd, s.rows());
+  check(pos_offset >= 0, op, ": pos_offset must be >= 0, got ", pos_offset);
+  for (const auto& [name, table] : {std::pair<const char*, const Tensor&>{"cos", cos}, {"sin", sin}}) {
+    check_side_dtype(op, name, table, dtype);
+    check_ndim(op, name, table, 2);
+    check(table.shape[1] == s.half(), op, ": ", name, " has shape ", table.shape.to_string(), ", expected [T_max, ",
+          s.half(), "] for head_dim ", s.head_dim);
+    check(table.shape[0] >= pos_offset + s.time, op, ": ", name, " has ", table.shape[0],
+          " positions but pos_offset + T = ", pos_offset + s.time);
+  }
+  return s;
+}
+
+}  // namespace
+
+void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                                     const Tensor& sin, int64_t pos_offset, double eps) {
+  const char* op = "rope_qknorm_forward";
+  DType dtype = check_float_dtype(op, "x", x);
+  check_same_dtype(op, "y", y, "x", x);
+  check_shape(op, "y", y, x.shape);
+  RopeShape s = check_rope_args(op, x, rstd, cos, sin, pos_offset, dtype);
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> cos_rows = table_rows<T>(cos, pos_offset, s.time, s.half());
+    std::vector<T> sin_rows = table_rows<T>(sin, pos_offset, s.time, s.half());
+    SideValues<T> inv_rms(rstd);
+    rope_qknorm_forward_kernel(y.as<T>(), inv_rms.data(), x.as<T>(), cos_rows.data(), sin_rows.data(), s,
+                               static_cast<T>(eps));
+    inv_rms.store();
+  });
+}
+
+void CpuBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                                      const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
+  const char* op = "rope_qknorm_backward";
+  DType dtype = check_float_dtype(op, "y", y);
+  check_same_dtype(op, "dy", dy, "y", y);
+  check_same_dtype(op, "dx_out", dx_out, "y", y);
+  check_shape(op, "dy", dy, y.shape);
+  check_shape(op, "dx_out", dx_out, y.shape);
+  RopeShape s = check_rope_args(op, y, rstd, cos, sin, pos_offset, dtype);
+  dispatch_float(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> cos_rows = table_rows<T>(cos, pos_offset, s.time, s.half());
+    std::vector<T> sin_rows = table_rows<T>(sin, pos_offset, s.time, s.half());
+    SideValues<T> inv_rms(rstd);
+    inv_rms.load();
+    rope_qknorm_backward_kernel(dx_out.as<T>(), dy.as<T>(), y.as<T>(), inv_rms.data(), cos_rows.data(),
+                                sin_rows.data(), s);
+  });
+}
+
+}  // namespace ct

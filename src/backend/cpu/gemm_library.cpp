@@ -1,0 +1,152 @@
+#include "backend/cpu/gemm_library.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <dnnl.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "util/error.h"
+
+#ifndef CLOCKTRAIN_OPENBLAS_PATH
+#define CLOCKTRAIN_OPENBLAS_PATH "libopenblas.so.0"
+#endif
+
+namespace ct {
+
+namespace {
+
+// The OpenBLAS entry points we use, resolved from the dlopen'ed library. The types come from
+// cblas.h; nothing here links against OpenBLAS directly.
+struct OpenBlasApi {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+  decltype(&cblas_sbgemm) sbgemm = nullptr;
+  decltype(&openblas_get_corename) get_corename = nullptr;
+  decltype(&openblas_get_parallel) get_parallel = nullptr;
+  decltype(&openblas_set_num_threads) set_num_threads = nullptr;
+  std::string path;
+};
+
+// OPENBLAS_CORETYPE is read once, when the library initialises, so it is set before dlopen.
+void choose_openblas_core_type() {
+  const char* user_choice = std::getenv("OPENBLAS_CORETYPE");
+  if (user_choice && *user_choice) return;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) {
+    ::setenv("OPENBLAS_CORETYPE", "Cooperlake", 0);
+  } else if (__builtin_cpu_supports("avx512f")) {
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  }
+}
+
+template <typename Fn>
+Fn resolve(void* handle, const std::string& path, const char* symbol) {
+  void* address = ::dlsym(handle, symbol);
+  check(address != nullptr, "OpenBLAS at ", path, " has no symbol ", symbol);
+  return reinterpret_cast<Fn>(address);
+}
+
+const OpenBlasApi& openblas() {
+  static OpenBlasApi api;
+  static std::once_flag once;
+  static std::string load_error;
+  std::call_once(once, [] {
+    const char* override_path = std::getenv("CLOCKTRAIN_OPENBLAS");
+    api.path = override_path && *override_path ? override_path : CLOCKTRAIN_OPENBLAS_PATH;
+    choose_openblas_core_type();
+    void* handle = ::dlopen(api.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = ::dlerror();
+      load_error = str("cannot load OpenBLAS from ", api.path, ": ", why ? why : "unknown error",
+                       " (install libopenblas0-openmp: scripts/install-deps.sh)");
+      return;
+    }
+    try {
+      api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
+      api.dgemm = resolve<decltype(api.dgemm)>(handle, api.path, "cblas_dgemm");
+      // Optional: only builds with BUILD_BFLOAT16 have it (Debian 12's do not).
+      api.sbgemm = reinterpret_cast<decltype(api.sbgemm)>(::dlsym(handle, "cblas_sbgemm"));
+      api.get_corename = resolve<decltype(api.get_corename)>(handle, api.path, "openblas_get_corename");
+      api.get_parallel = resolve<decltype(api.get_parallel)>(handle, api.path, "openblas_get_parallel");
+      api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "openblas_set_num_threads");
+    } catch (const Error& e) {
+      load_error = e.what();
+    }
+  });
+  if (!load_error.empty()) throw Error(load_error);
+  return api;
+}
+
+CBLAS_TRANSPOSE cblas_transpose(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
+
+// BLAS takes int dimensions (LP64 build).
+int blas_int(int64_t value, const char* what) {
+  check(value >= 0 && value <= INT32_MAX, "gemm: ", what, " = ", value, " does not fit the BLAS int");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+const char* gemm_library_name(GemmLibrary library) {
+  return library == GemmLibrary::onednn ? "onednn" : "openblas";
+}
+
+GemmLibrary parse_gemm_library(const std::string& name) {
+  if (name == "openblas") return GemmLibrary::openblas;
+  if (name == "onednn") return GemmLibrary::onednn;
+  fail("CLOCKTRAIN_CPU_GEMM: unknown GEMM library '", name, "' (expected openblas or onednn)");
+}
+
+GemmLibrary default_gemm_library() {
+  const char* choice = std::getenv("CLOCKTRAIN_CPU_GEMM");
+  if (choice && *choice) return parse_gemm_library(choice);
+  return GemmLibrary::openblas;
+}
+
+void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc) {
+  if (library == GemmLibrary::onednn) {
+    dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
+                                      ldb, beta, c, ldc);
+    check(status == dnnl_success, "gemm: dnnl_sgemm failed with status ", static_cast<int>(status));
+    return;
+  }
+  openblas().sgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
+                   blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta,
+                   c, blas_int(ldc, "ldc"));
+}
+
+void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, double alpha,
+                     const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+                     int64_t ldc) {
+  openblas().dgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
+                   blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta,
+                   c, blas_int(ldc, "ldc"));
+}
+
+void sbgemm_row_major_openblas(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                               int64_t ldc) {
+  check(openblas_has_sbgemm(), "gemm: this OpenBLAS build has no cblas_sbgemm (built without BUILD_BFLOAT16)");
+  openblas().sbgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
+                    blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"),
+                    beta, c, blas_int(ldc, "ldc"));
+}
+
+bool openblas_has_sbgemm() { return openblas().sbgemm != nullptr; }
+
+std::string openblas_core_name() { return openblas().get_corename(); }
+
+std::string openblas_description() {
+  const OpenBlasApi& api = openblas();
+  int parallel = api.get_parallel();  // 0 sequential, 1 pthreads, 2 OpenMP
+  const char* build = parallel == 2 ? "openmp build" : parallel == 1 ? "pthread build" : "sequential build";
+  return str(api.get_corename(), " (", build, ", ", api.path, ")");
+}
+
+void openblas_set_threads(int threads) { openblas().set_num_threads(threads); }
+
+}  // namespace ct

@@ -1,0 +1,63 @@
+#pragma once
+// The GEMM libraries the CPU backend calls (architecture.md: GEMM from a well-kept library).
+//
+// OpenBLAS is loaded at run time (dlopen) from its OpenMP build (Debian's libopenblas0-openmp), so
+// that its threads are OpenMP's threads (one pool, no oversubscription: inside our own parallel
+// regions it runs single-threaded) and so that OPENBLAS_CORETYPE can be set before it initialises:
+// OpenBLAS 0.3.21 does not know this processor (Sapphire/Emerald Rapids under KVM) and would pick
+// its slowest kernels (Prescott, ~10x slower). When the user has not set OPENBLAS_CORETYPE we set
+// "Cooperlake" on CPUs with AVX512_BF16 and "SkylakeX" on other AVX-512 CPUs.
+// Environment: CLOCKTRAIN_OPENBLAS = path of another libopenblas.so.0 (e.g. the pthread build, for
+// comparison); CLOCKTRAIN_CPU_GEMM = openblas | onednn overrides the f32 library choice.
+//
+// oneDNN (libdnnl, OpenMP runtime in Debian) provides dnnl_sgemm; it has no f64 GEMM, so f64 always
+// goes through OpenBLAS's dgemm.
+#include <cstdint>
+#include <string>
+
+namespace ct {
+
+enum class GemmLibrary { openblas, onednn };
+
+const char* gemm_library_name(GemmLibrary library);
+// "openblas" or "onednn"; anything else is a ct::Error.
+GemmLibrary parse_gemm_library(const std::string& name);
+// The f32 library the CPU backend uses unless CLOCKTRAIN_CPU_GEMM says otherwise (docs/performance.md
+// records the measurement behind the choice).
+GemmLibrary default_gemm_library();
+
+// Row-major C[M,N] = alpha * op(A) op(B) + beta * C with leading dimensions lda, ldb, ldc.
+void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc);
+void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, double alpha,
+                     const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+                     int64_t ldc);
+// The same, picked by element type: f32 through `library`, f64 through dgemm. Safe to call from
+// inside an OpenMP parallel region, where both libraries run on the calling thread alone.
+inline void gemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                           int64_t ldc) {
+  sgemm_row_major(library, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void gemm_row_major(GemmLibrary, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                           double alpha, const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
+                           double* c, int64_t ldc) {
+  dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// OpenBLAS's bf16 GEMM (cblas_sbgemm: bf16 inputs, f32 output and accumulation), for the benches;
+// only in builds with BUILD_BFLOAT16 (not Debian 12's): openblas_has_sbgemm() tells.
+bool openblas_has_sbgemm();
+void sbgemm_row_major_openblas(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                               int64_t ldc);
+
+// Loads OpenBLAS (once) and tells which build and kernel set it runs: "Cooperlake (openmp build,
+// /usr/lib/.../libopenblas.so.0)". Throws a ct::Error when the library cannot be loaded.
+std::string openblas_description();
+std::string openblas_core_name();
+// Sets OpenBLAS's thread count (its OpenMP build follows OpenMP's count in any case).
+void openblas_set_threads(int threads);
+
+}  // namespace ct

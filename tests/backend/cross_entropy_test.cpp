@@ -1,0 +1,139 @@
+// Softcapped cross-entropy: per-row losses and argmax against a naive reference, ignored targets,
+// ties, the backward pass by finite differences (also in place), f32 against f64.
+#include "backend_test_support.h"
+#include "util/threads.h"
+
+namespace ct::test {
+namespace {
+
+double capped(double logit, double cap) { return cap > 0 ? cap * std::tanh(logit / cap) : logit; }
+
+Values naive_losses(const Values& logits, const std::vector<int32_t>& targets, int64_t vocab, double cap) {
+  Values losses;
+  for (size_t n = 0; n < targets.size(); ++n) {
+    if (targets[n] < 0) {
+      losses.push_back(0.0);
+      continue;
+    }
+    double max_z = -INFINITY, total = 0;
+    for (int64_t j = 0; j < vocab; ++j) max_z = std::max(max_z, capped(logits[n * vocab + j], cap));
+    for (int64_t j = 0; j < vocab; ++j) total += std::exp(capped(logits[n * vocab + j], cap) - max_z);
+    losses.push_back(max_z + std::log(total) - capped(logits[n * vocab + targets[n]], cap));
+  }
+  return losses;
+}
+
+struct CrossEntropyRun {
+  Values losses, dlogits;
+  std::vector<int32_t> argmax;
+};
+
+CrossEntropyRun run_cross_entropy(DType dtype, const Values& logits, const std::vector<int32_t>& targets, int64_t vocab,
+                                  double cap, double loss_scale, bool in_place) {
+  const int64_t rows = static_cast<int64_t>(targets.size());
+  Buffer lb = make_buffer(Shape{rows, vocab}, dtype, logits), tb = make_tokens(Shape{rows}, targets),
+         losses(cpu(), Shape{rows}, dtype), argmax(cpu(), Shape{rows}, DType::i32);
+  cpu().softcap_cross_entropy_forward(losses, argmax, lb, tb, cap);
+  CrossEntropyRun run{read(losses), {}, std::vector<int32_t>(static_cast<size_t>(rows))};
+  cpu().download(run.argmax.data(), DType::i32, argmax);
+  if (in_place) {
+    cpu().softcap_cross_entropy_backward(lb, lb, tb, cap, loss_scale);
+    run.dlogits = read(lb);
+  } else {
+    Buffer d(cpu(), Shape{rows, vocab}, dtype);
+    cpu().fill(d, 5.0);
+    cpu().softcap_cross_entropy_backward(d, lb, tb, cap, loss_scale);
+    run.dlogits = read(d);
+  }
+  return run;
+}
+
+TEST(CrossEntropy, LossesArgmaxAndGradient) {
+  const int64_t vocab = 11;
+  const std::vector<int32_t> targets = {3, -1, 0, 10, 7, -5};
+  const double cap = 15.0, loss_scale = 1.0 / 3.0;
+  Values logits = random_values(targets.size() * vocab, 130, 12.0);  // large enough for the cap to bend
+  for (bool in_place : {false, true}) {
+    CrossEntropyRun r = run_cross_entropy(DType::f64, logits, targets, vocab, cap, loss_scale, in_place);
+    EXPECT_LT(relative_error(r.losses, naive_losses(logits, targets, vocab, cap)), 1e-14);
+    EXPECT_EQ(r.losses[1], 0.0);
+    EXPECT_EQ(r.losses[5], 0.0);
+    for (size_t n = 0; n < targets.size(); ++n) {
+      auto row = logits.begin() + static_cast<ptrdiff_t>(n * vocab);
+      EXPECT_EQ(r.argmax[n], std::max_element(row, row + vocab) - row) << "row " << n;
+    }
+    Values numeric = finite_difference_gradient(
+        [&](const Values& l) {
+          Values losses = naive_losses(l, targets, vocab, cap);
+          double total = 0;
+          for (double v : losses) total += v;
+          return loss_scale * total;
+        },
+        logits);
+    EXPECT_LT(relative_error(r.dlogits, numeric), 1e-6) << "in_place=" << in_place;
+    for (int64_t j = 0; j < vocab; ++j) EXPECT_EQ(r.dlogits[1 * vocab + j], 0.0);  // ignored row
+  }
+}
+
+TEST(CrossEntropy, NoCapAndF32MatchesF64) {
+  const int64_t vocab = 37;
+  const std::vector<int32_t> targets = {1, 36, -1, 0, 20};
+  Values logits = random_values(targets.size() * vocab, 140, 4.0);
+  CrossEntropyRun uncapped = run_cross_entropy(DType::f64, logits, targets, vocab, 0.0, 1.0, false);
+  EXPECT_LT(relative_error(uncapped.losses, naive_losses(logits, targets, vocab, 0.0)), 1e-14);
+  CrossEntropyRun r64 = run_cross_entropy(DType::f64, logits, targets, vocab, 15.0, 0.5, false);
+  CrossEntropyRun r32 = run_cross_entropy(DType::f32, logits, targets, vocab, 15.0, 0.5, false);
+  EXPECT_LT(relative_error(r32.losses, r64.losses), 1e-5);
+  EXPECT_LT(relative_error(r32.dlogits, r64.dlogits), 1e-5);
+  EXPECT_EQ(r32.argmax, r64.argmax);
+}
+
+TEST(CrossEntropy, ArgmaxTakesTheFirstOfTies) {
+  const int64_t vocab = 6;
+  // Row 0: an exact tie at 2 and 5. Row 1: 50 and 60 both cap to exactly 1.0 (tanh saturates),
+  // so z ties and the first index (1) wins although logit 4 is larger.
+  Values logits = {0, 1, 3, -2, 1, 3, 0, 50, 0, 0, 60, 0};
+  CrossEntropyRun r = run_cross_entropy(DType::f64, logits, {0, 0}, vocab, 1.0, 1.0, false);
+  EXPECT_EQ(r.argmax, (std::vector<int32_t>{2, 1}));
+}
+
+TEST(CrossEntropy, ArgmaxIsOptionalAndLossesMayBeF32) {
+  Values logits = random_values(2 * 5, 150);
+  Buffer lb = make_buffer(Shape{2, 5}, DType::f64, logits), tb = make_tokens(Shape{2}, {1, 4}),
+         losses(cpu(), Shape{2}, DType::f32);
+  cpu().softcap_cross_entropy_forward(losses, Tensor{}, lb, tb, 15.0);
+  EXPECT_LT(relative_error(read(losses), naive_losses(logits, {1, 4}, 5, 15.0)), 1e-7);
+}
+
+TEST(CrossEntropy, RejectsBadTargetsAndShapes) {
+  Buffer logits(cpu(), Shape{2, 5}, DType::f32), losses(cpu(), Shape{2}, DType::f32), argmax_f(cpu(), Shape{2}, DType::f32);
+  Buffer bad = make_tokens(Shape{2}, {1, 5}), good = make_tokens(Shape{2}, {1, 2}), short_targets = make_tokens(Shape{1}, {1});
+  expect_error([&] { cpu().softcap_cross_entropy_forward(losses, Tensor{}, logits, bad, 15.0); },
+               {"softcap_cross_entropy_forward", "targets[1] = 5"});
+  expect_error([&] { cpu().softcap_cross_entropy_forward(losses, argmax_f, logits, good, 15.0); },
+               {"softcap_cross_entropy_forward", "argmax", "i32"});
+  expect_error([&] { cpu().softcap_cross_entropy_backward(logits, logits, short_targets, 15.0, 1.0); },
+               {"softcap_cross_entropy_backward", "targets", "expected 2"});
+  expect_error([&] { cpu().softcap_cross_entropy_forward(losses, Tensor{}, logits, good, -1.0); },
+               {"softcap_cross_entropy_forward", "softcap"});
+}
+
+TEST(CrossEntropy, LargeInputsSameForOneAndTwoThreads) {
+  const int64_t rows = 60, vocab = 1000;
+  Values logits = random_values(rows * vocab, 191, 5.0);
+  std::vector<int32_t> targets(static_cast<size_t>(rows));
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = i % 7 == 0 ? -1 : static_cast<int32_t>(i * 13 % vocab);
+  int saved = thread_count();
+  set_thread_count(1);
+  CrossEntropyRun one = run_cross_entropy(DType::f32, logits, targets, vocab, 15.0, 0.01, true);
+  set_thread_count(2);
+  CrossEntropyRun two = run_cross_entropy(DType::f32, logits, targets, vocab, 15.0, 0.01, true);
+  set_thread_count(saved);
+  EXPECT_EQ(one.losses, two.losses);
+  EXPECT_EQ(one.dlogits, two.dlogits);
+  EXPECT_EQ(one.argmax, two.argmax);
+  EXPECT_LT(relative_error(one.losses, naive_losses(logits, targets, vocab, 15.0)), 1e-5);
+}
+
+}  // namespace
+}  // namespace ct::test

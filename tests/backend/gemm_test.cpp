@@ -1,0 +1,180 @@
+// gemm (every transpose, alpha/beta, f32 and f64, both f32 libraries), Newton-Schulz and the
+// GEMM speed probe.
+#include <cstdlib>
+
+#include "backend/cpu/gemm_library.h"
+#include "backend/gemm_peak.h"
+#include "backend_test_support.h"
+
+namespace ct::test {
+namespace {
+
+// c = alpha op(a) op(b) + beta c on the host, in double.
+Values naive_gemm(const Values& a, const Values& b, const Values& c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
+                  double alpha, double beta) {
+  Values out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        double av = ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)];
+        double bv = tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * n + j)];
+        acc += av * bv;
+      }
+      out[static_cast<size_t>(i * n + j)] = alpha * acc + beta * c[static_cast<size_t>(i * n + j)];
+    }
+  return out;
+}
+
+void check_gemm(DType dtype, double tolerance) {
+  const int64_t m = 13, n = 17, k = 29;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Values a = random_values(m * k, 10), b = random_values(k * n, 11), c = random_values(m * n, 12);
+      Buffer ab = make_buffer(ta ? Shape{k, m} : Shape{m, k}, dtype, a);
+      Buffer bb = make_buffer(tb ? Shape{n, k} : Shape{k, n}, dtype, b);
+      Buffer cb = make_buffer(Shape{m, n}, dtype, c);
+      cpu().gemm(ab, bb, cb, ta, tb, 0.75, -0.5);
+      EXPECT_LT(relative_error(read(cb), naive_gemm(a, b, c, m, n, k, ta, tb, 0.75, -0.5)), tolerance)
+          << dtype_name(dtype) << " ta=" << ta << " tb=" << tb;
+    }
+}
+
+TEST(Gemm, F64MatchesNaiveForEveryTranspose) { check_gemm(DType::f64, 1e-14); }
+TEST(Gemm, F32MatchesNaiveForEveryTranspose) { check_gemm(DType::f32, 1e-5); }
+
+TEST(Gemm, BothF32LibrariesAgree) {
+  const int64_t m = 64, n = 48, k = 96;
+  std::vector<float> a(m * k), b(n * k), c_openblas(m * n), c_onednn(m * n);
+  Values av = random_values(a.size(), 13), bv = random_values(b.size(), 14);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(av[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(bv[i]);
+  sgemm_row_major(GemmLibrary::openblas, false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f,
+                  c_openblas.data(), n);
+  sgemm_row_major(GemmLibrary::onednn, false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c_onednn.data(),
+                  n);
+  for (size_t i = 0; i < c_openblas.size(); ++i) EXPECT_NEAR(c_openblas[i], c_onednn[i], 1e-4);
+}
+
+TEST(Gemm, OpenBlasRunsAnOptimisedKernel) {
+  // Without OPENBLAS_CORETYPE, OpenBLAS 0.3.21 falls back to Prescott kernels on this CPU.
+  std::string core = openblas_core_name();
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && !std::getenv("OPENBLAS_CORETYPE")) {
+    EXPECT_NE(core, "Prescott");
+  }
+  EXPECT_NE(openblas_description().find("openmp build"), std::string::npos) << openblas_description();
+}
+
+TEST(Gemm, ShapeAndDtypeErrorsNameTheOp) {
+  Buffer a(cpu(), Shape{3, 4}, DType::f32), b(cpu(), Shape{5, 6}, DType::f32), c(cpu(), Shape{3, 6}, DType::f32),
+      d(cpu(), Shape{4, 6}, DType::f64), e(cpu(), Shape{4, 6}, DType::f32), h(cpu(), Shape{3, 4}, DType::bf16);
+  expect_error([&] { cpu().gemm(a, b, c, false, false); }, {"gemm", "inner dimensions", "[3, 4]"});
+  expect_error([&] { cpu().gemm(a, d, c, false, false); }, {"gemm", "f64", "f32"});
+  expect_error([&] { cpu().gemm(a, e, d, false, false); }, {"gemm"});
+  expect_error([&] { cpu().gemm(a, e, Buffer(cpu(), Shape{3, 5}, DType::f32), false, false); }, {"gemm", "c", "[3, 6]"});
+  expect_error([&] { cpu().gemm(h, h, c, false, true); }, {"gemm", "bf16"});
+}
+
+TEST(GemmPeak, MeasuresAPositiveRate) {
+  double flops = measure_gemm_flops(cpu(), 128, 128, 128, 2);
+  EXPECT_GT(flops, 1e6);
+  EXPECT_GT(cpu().peak_flops(), 1e6);
+}
+
+// ---- Newton-Schulz --------------------------------------------------------------------------------
+
+// The model.md iteration written directly on the host, in double.
+Values naive_newton_schulz(const Values& g, int64_t rows, int64_t cols, int steps, double a, double b, double c) {
+  bool transposed = rows > cols;
+  int64_t m = transposed ? cols : rows, n = transposed ? rows : cols;
+  Values x(g.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      x[static_cast<size_t>(transposed ? j * rows + i : i * cols + j)] = g[static_cast<size_t>(i * cols + j)];
+  double norm = std::sqrt(dot(g, g));
+  for (double& v : x) v /= norm + 1e-7;
+  for (int step = 0; step < steps; ++step) {
+    Values gram = naive_gemm(x, x, Values(m * m, 0.0), m, m, n, false, true, 1, 0);
+    Values poly = naive_gemm(gram, gram, gram, m, m, m, false, false, c, b);
+    x = naive_gemm(poly, x, x, m, n, m, false, false, 1, a);
+  }
+  if (!transposed) return x;
+  Values back(x.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) back[static_cast<size_t>(j * m + i)] = x[static_cast<size_t>(i * n + j)];
+  return back;
+}
+
+// Singular values of x ([rows, cols]) as the square roots of the eigenvalues of the smaller Gram
+// matrix, by Jacobi rotations (small sizes only).
+Values singular_values(const Values& x, int64_t rows, int64_t cols) {
+  int64_t m = std::min(rows, cols);
+  bool tall = rows > cols;
+  Values gram(static_cast<size_t>(m * m), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t p = 0; p < std::max(rows, cols); ++p) {
+        double xi = tall ? x[static_cast<size_t>(p * cols + i)] : x[static_cast<size_t>(i * cols + p)];
+        double xj = tall ? x[static_cast<size_t>(p * cols + j)] : x[static_cast<size_t>(j * cols + p)];
+        gram[static_cast<size_t>(i * m + j)] += xi * xj;
+      }
+  auto at = [&](int64_t i, int64_t j) -> double& { return gram[static_cast<size_t>(i * m + j)]; };
+  for (int sweep = 0; sweep < 50; ++sweep)
+    for (int64_t p = 0; p < m; ++p)
+      for (int64_t q = p + 1; q < m; ++q) {
+        if (std::abs(at(p, q)) < 1e-15) continue;
+        double theta = 0.5 * std::atan2(2 * at(p, q), at(q, q) - at(p, p));
+        double cs = std::cos(theta), sn = std::sin(theta);
+        for (int64_t r = 0; r < m; ++r) {  // columns p, q
+          double rp = at(r, p), rq = at(r, q);
+          at(r, p) = cs * rp - sn * rq;
+          at(r, q) = sn * rp + cs * rq;
+        }
+        for (int64_t r = 0; r < m; ++r) {  // rows p, q
+          double pr = at(p, r), qr = at(q, r);
+          at(p, r) = cs * pr - sn * qr;
+          at(q, r) = sn * pr + cs * qr;
+        }
+      }
+  Values sigma(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) sigma[static_cast<size_t>(i)] = std::sqrt(std::max(0.0, at(i, i)));
+  return sigma;
+}
+
+TEST(NewtonSchulz, MatchesNaiveAndIsNearOrthogonal) {
+  const double a = 3.4445, b = -4.7750, c = 2.0315;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{12, 20}, {24, 10}, {16, 16}}) {
+    Values g = random_values(rows * cols, 20 + rows);
+    Values expected = naive_newton_schulz(g, rows, cols, 5, a, b, c);
+    Buffer gb = make_buffer(Shape{rows, cols}, DType::f64, g), x(cpu(), Shape{rows, cols}, DType::f64);
+    cpu().newton_schulz(x, gb, 5, a, b, c);
+    Values result = read(x);
+    EXPECT_LT(relative_error(result, expected), 1e-12) << rows << "x" << cols;
+    for (double sigma : singular_values(result, rows, cols)) {
+      EXPECT_GT(sigma, 0.6) << rows << "x" << cols;
+      EXPECT_LT(sigma, 1.25) << rows << "x" << cols;
+    }
+    Buffer g32 = make_buffer(Shape{rows, cols}, DType::f32, g), x32(cpu(), Shape{rows, cols}, DType::f32);
+    cpu().newton_schulz(x32, g32, 5, a, b, c);
+    EXPECT_LT(relative_error(read(x32), expected), 1e-4) << rows << "x" << cols;
+  }
+}
+
+TEST(NewtonSchulz, ZeroStepsIsTheNormalisedInput) {
+  Values g = random_values(6 * 4, 30);
+  Buffer gb = make_buffer(Shape{6, 4}, DType::f64, g), x(cpu(), Shape{6, 4}, DType::f64);
+  cpu().newton_schulz(x, gb, 0, 3.4445, -4.7750, 2.0315);
+  double norm = std::sqrt(dot(g, g));
+  Values result = read(x);
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(result[i], g[i] / (norm + 1e-7), 1e-15);
+}
+
+TEST(NewtonSchulz, RejectsWrongShapes) {
+  Buffer g(cpu(), Shape{4, 6}, DType::f32), x(cpu(), Shape{6, 4}, DType::f32), v(cpu(), Shape{24}, DType::f32);
+  expect_error([&] { cpu().newton_schulz(x, g, 5, 1, 1, 1); }, {"newton_schulz", "x_out", "[4, 6]"});
+  expect_error([&] { cpu().newton_schulz(v, v, 5, 1, 1, 1); }, {"newton_schulz", "2-D"});
+}
+
+}  // namespace
+}  // namespace ct::test
