@@ -1,0 +1,355 @@
+// Row-wise kernels: RMSNorm, rotary + QK norm, softcapped cross-entropy. One warp per row for the
+// norms (rows of width C or head_dim), one block per row for cross-entropy (rows of the vocabulary).
+// The math of each op: backend.h and the CPU reference (cpu_rmsnorm.cpp, cpu_rope_qknorm.cpp,
+// cpu_cross_entropy.cpp). Arithmetic in f32; reductions in a fixed order (deterministic).
+#include <cfloat>
+
+#include "backend/cuda/cuda_common.cuh"
+
+namespace ct::cuda {
+
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+// ---- RMSNorm ---------------------------------------------------------------------------------------
+//   forward:  r = 1 / sqrt(mean(x^2) + eps),  y = x r
+//   backward: dx += r (dy - y mean(dy y))
+
+template <typename TX, typename TY>
+__global__ void rmsnorm_forward_kernel(TY* y, float* rstd, const TX* x, int64_t rows, int64_t width, float eps) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const TX* xr = x + row * width;
+  TY* yr = y + row * width;
+  float sum_squares = 0.0f;
+  for (int64_t c = lane; c < width; c += 32) {
+    const float v = to_float(xr[c]);
+    sum_squares += v * v;
+  }
+  sum_squares = warp_sum(sum_squares);
+  const float inv_rms = rsqrtf(sum_squares / static_cast<float>(width) + eps);
+  for (int64_t c = lane; c < width; c += 32) yr[c] = from_float<TY>(to_float(xr[c]) * inv_rms);
+  if (lane == 0) rstd[row] = inv_rms;
+}
+
+template <typename TD, typename T>
+__global__ void rmsnorm_backward_kernel(TD* dx, const T* dy, const T* y, const float* rstd, int64_t rows,
+                                        int64_t width) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const T* dyr = dy + row * width;
+  const T* yr = y + row * width;
+  TD* dxr = dx + row * width;
+  float dot = 0.0f;
+  for (int64_t c = lane; c < width; c += 32) dot += to_float(dyr[c]) * to_float(yr[c]);
+  dot = warp_sum(dot);
+  const float mean_dot = dot / static_cast<float>(width), inv_rms = rstd[row];
+  for (int64_t c = lane; c < width; c += 32)
+    dxr[c] = from_float<TD>(to_float(dxr[c]) + inv_rms * (to_float(dyr[c]) - to_float(yr[c]) * mean_dot));
+}
+
+// ---- rotary + QK norm -------------------------------------------------------------------------------
+// Row r of [B*T*H, D] sits at time t = (r / H) % T; lane l handles the pairs (j, j + D/2) for
+// j = l, l + 32, ... (at most kMaxPairsPerLane of them: head_dim <= 256).
+//   rot_j = x_j c_j + x_{j+D/2} s_j;  rot_{j+D/2} = -x_j s_j + x_{j+D/2} c_j;  y = rot / rms(rot)
+//   backward: drot = r (dy - y mean(dy y));  dx_j = c_j drot_j - s_j drot_{j+D/2};
+//             dx_{j+D/2} = s_j drot_j + c_j drot_{j+D/2}
+
+constexpr int kMaxPairsPerLane = 4;
+
+template <typename T>
+__global__ void rope_qknorm_forward_kernel(T* y, float* rstd, const T* x, const float* cos, const float* sin,
+                                           int64_t rows, int64_t heads, int64_t time, int64_t head_dim, float eps) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int64_t half = head_dim / 2, t = (row / heads) % time;
+  const T* xr = x + row * head_dim;
+  T* yr = y + row * head_dim;
+  float rot1[kMaxPairsPerLane], rot2[kMaxPairsPerLane];
+  float sum_squares = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int64_t j = lane + 32 * k;
+    rot1[k] = rot2[k] = 0.0f;
+    if (j < half) {
+      const float c = cos[t * half + j], s = sin[t * half + j];
+      const float x1 = to_float(xr[j]), x2 = to_float(xr[j + half]);
+      rot1[k] = x1 * c + x2 * s;
+      rot2[k] = -x1 * s + x2 * c;
+      sum_squares += rot1[k] * rot1[k] + rot2[k] * rot2[k];
+    }
+  }
+  sum_squares = warp_sum(sum_squares);
+  const float inv_rms = rsqrtf(sum_squares / static_cast<float>(head_dim) + eps);
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int64_t j = lane + 32 * k;
+    if (j < half) {
+      yr[j] = from_float<T>(rot1[k] * inv_rms);
+      yr[j + half] = from_float<T>(rot2[k] * inv_rms);
+    }
+  }
+  if (lane == 0) rstd[row] = inv_rms;
+}
+
+template <typename T>
+__global__ void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, const float* rstd, const float* cos,
+                                            const float* sin, int64_t rows, int64_t heads, int64_t time,
+                                            int64_t head_dim) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int64_t half = head_dim / 2, t = (row / heads) % time;
+  const T* dyr = dy + row * head_dim;
+  const T* yr = y + row * head_dim;
+  T* dxr = dx + row * head_dim;
+  float dot = 0.0f;
+  for (int64_t j = lane; j < head_dim; j += 32) dot += to_float(dyr[j]) * to_float(yr[j]);
+  dot = warp_sum(dot);
+  const float mean_dot = dot / static_cast<float>(head_dim), inv_rms = rstd[row];
+  for (int64_t j = lane; j < half; j += 32) {
+    const float c = cos[t * half + j], s = sin[t * half + j];
+    const float drot1 = inv_rms * (to_float(dyr[j]) - to_float(yr[j]) * mean_dot);
+    const float drot2 = inv_rms * (to_float(dyr[j + half]) - to_float(yr[j + half]) * mean_dot);
+    dxr[j] = from_float<T>(c * drot1 - s * drot2);
+    dxr[j + half] = from_float<T>(s * drot1 + c * drot2);
+  }
+}
+
+// ---- softcapped cross-entropy -----------------------------------------------------------------------
+//   z = cap tanh(l / cap) (z = l when cap is 0);  loss = logsumexp(z) - z[target]  (0 when target < 0)
+//   dlogits_j = scale (softmax(z)_j - [j == target]) (1 - (z_j / cap)^2)
+// One block per row. Each thread keeps an online (max, sum of exp) over its columns, then the block
+// merges them in a fixed order. The backward pass reads the whole row (pass 1, then a barrier)
+// before any thread writes, so dlogits may alias logits.
+
+constexpr int kCrossEntropyThreads = 512;
+
+__device__ __forceinline__ float softcap_value(float l, float cap, float inv_cap) {
+  return cap > 0.0f ? cap * tanhf(l * inv_cap) : l;
+}
+
+// Online softmax state: m = running max, s = sum exp(z - m).
+struct SoftmaxState {
+  float m, s;
+};
+
+__device__ __forceinline__ SoftmaxState merge(SoftmaxState a, SoftmaxState b) {
+  if (a.m == -INFINITY) return b;
+  if (b.m == -INFINITY) return a;
+  const float m = fmaxf(a.m, b.m);
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+// Merges every thread's state; every thread gets the row's state.
+__device__ SoftmaxState block_merge(SoftmaxState state, float* shared_m, float* shared_s) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    SoftmaxState other{__shfl_xor_sync(0xffffffffu, state.m, offset), __shfl_xor_sync(0xffffffffu, state.s, offset)};
+    state = merge(state, other);
+  }
+  if (lane == 0) {
+    shared_m[warp] = state.m;
+    shared_s[warp] = state.s;
+  }
+  __syncthreads();
+  SoftmaxState total{-INFINITY, 0.0f};
+  for (int w = 0; w < warps; ++w) total = merge(total, SoftmaxState{shared_m[w], shared_s[w]});
+  return total;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kCrossEntropyThreads)
+    cross_entropy_forward_kernel(float* losses, int32_t* argmax, const T* logits, const int32_t* targets,
+                                 int64_t vocab, float cap, int* error_word) {
+  __shared__ float shared_m[32], shared_s[32];
+  __shared__ float shared_best[32];
+  __shared__ int shared_index[32];
+  const int64_t row = blockIdx.x;
+  const T* lr = logits + row * vocab;
+  const float inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
+  SoftmaxState state{-INFINITY, 0.0f};
+  float best = -INFINITY;
+  int best_index = INT32_MAX;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
+    const float z = softcap_value(to_float(lr[j]), cap, inv_cap);
+    if (z > best || best_index == INT32_MAX) {  // columns come in increasing order: keeps the first
+      best = z;
+      best_index = static_cast<int>(j);
+    }
+    if (z > state.m) {
+      state.s = state.s * expf(state.m - z) + 1.0f;
+      state.m = z;
+    } else {
+      state.s += expf(z - state.m);
+    }
+  }
+  const SoftmaxState total = block_merge(state, shared_m, shared_s);
+  if (argmax) {
+    // (value, index) max with the smaller index on ties
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+      const int other_index = __shfl_xor_sync(0xffffffffu, best_index, offset);
+      if (other > best || (other == best && other_index < best_index)) {
+        best = other;
+        best_index = other_index;
+      }
+    }
+    if (lane == 0) {
+      shared_best[warp] = best;
+      shared_index[warp] = best_index;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < warps; ++w)
+        if (shared_best[w] > best || (shared_best[w] == best && shared_index[w] < best_index)) {
+          best = shared_best[w];
+          best_index = shared_index[w];
+        }
+      argmax[row] = best_index;
+    }
+  }
+  if (threadIdx.x == 0) {
+    const int32_t target = targets[row];
+    if (target < 0) {
+      losses[row] = 0.0f;
+    } else if (target >= vocab) {
+      atomicOr(error_word, kErrorTargetOutOfRange);
+      losses[row] = NAN;
+    } else {
+      const float z_target = softcap_value(to_float(lr[target]), cap, inv_cap);
+      losses[row] = total.m + logf(total.s) - z_target;
+    }
+  }
+}
+
+template <typename TD, typename T>
+__global__ void __launch_bounds__(kCrossEntropyThreads)
+    cross_entropy_backward_kernel(TD* dlogits, const T* logits, const int32_t* targets, int64_t vocab, float cap,
+                                  ScalarArg loss_scale_arg) {
+  __shared__ float shared_m[32], shared_s[32];
+  const int64_t row = blockIdx.x;
+  const T* lr = logits + row * vocab;
+  TD* dr = dlogits + row * vocab;
+  const int32_t target = targets[row];
+  if (target < 0 || target >= vocab) {  // ignored row (an out-of-range target was flagged by forward)
+    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) dr[j] = from_float<TD>(0.0f);
+    return;
+  }
+  const float inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
+  SoftmaxState state{-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
+    const float z = softcap_value(to_float(lr[j]), cap, inv_cap);
+    if (z > state.m) {
+      state.s = state.s * expf(state.m - z) + 1.0f;
+      state.m = z;
+    } else {
+      state.s += expf(z - state.m);
+    }
+  }
+  const SoftmaxState total = block_merge(state, shared_m, shared_s);  // ends with a barrier: row read
+  const float loss_scale = static_cast<float>(loss_scale_arg.get()), inv_sum = 1.0f / total.s;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
+    const float z = softcap_value(to_float(lr[j]), cap, inv_cap);
+    const float dz_dlogit = cap > 0.0f ? 1.0f - (z * inv_cap) * (z * inv_cap) : 1.0f;
+    const float p = expf(z - total.m) * inv_sum;
+    dr[j] = from_float<TD>(loss_scale * (p - (j == target ? 1.0f : 0.0f)) * dz_dlogit);
+  }
+}
+
+unsigned warp_rows_grid(int64_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+}  // namespace
+
+void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, int64_t rows,
+                            int64_t width, double eps, cudaStream_t stream) {
+  if (rows <= 0) return;
+  dispatch_compute(x_dtype, [&](auto x_zero) {
+    using TX = decltype(x_zero);
+    dispatch_compute(y_dtype, [&](auto y_zero) {
+      using TY = decltype(y_zero);
+      rmsnorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
+    });
+  });
+  CT_CUDA_CHECK_LAUNCH("rmsnorm_forward");
+}
+
+void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, const void* y, DType dy_dtype,
+                             const float* rstd, int64_t rows, int64_t width, cudaStream_t stream) {
+  if (rows <= 0) return;
+  dispatch_compute(dx_dtype, [&](auto dx_zero) {
+    using TD = decltype(dx_zero);
+    dispatch_compute(dy_dtype, [&](auto zero) {
+      using T = decltype(zero);
+      rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
+    });
+  });
+  CT_CUDA_CHECK_LAUNCH("rmsnorm_backward");
+}
+
+void launch_rope_qknorm_forward(void* y, float* rstd, const void* x, DType dtype, const float* cos, const float* sin,
+                                int64_t rows, int64_t heads, int64_t time, int64_t head_dim, double eps,
+                                cudaStream_t stream) {
+  if (rows <= 0) return;
+  check(head_dim <= 2 * 32 * kMaxPairsPerLane, "rope_qknorm: head_dim ", head_dim, " is above the CUDA limit of ",
+        2 * 32 * kMaxPairsPerLane);
+  dispatch_compute(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+        static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, head_dim,
+        static_cast<float>(eps));
+  });
+  CT_CUDA_CHECK_LAUNCH("rope_qknorm_forward");
+}
+
+void launch_rope_qknorm_backward(void* dx, const void* dy, const void* y, DType dtype, const float* rstd,
+                                 const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t time,
+                                 int64_t head_dim, cudaStream_t stream) {
+  if (rows <= 0) return;
+  dispatch_compute(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads, time,
+        head_dim);
+  });
+  CT_CUDA_CHECK_LAUNCH("rope_qknorm_backward");
+}
+
+void launch_cross_entropy_forward(float* losses, int32_t* argmax, const void* logits, DType dtype,
+                                  const int32_t* targets, int64_t rows, int64_t vocab, double softcap,
+                                  int* error_word, cudaStream_t stream) {
+  if (rows <= 0) return;
+  dispatch_compute(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    cross_entropy_forward_kernel<<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, stream>>>(
+        losses, argmax, static_cast<const T*>(logits), targets, vocab, static_cast<float>(softcap), error_word);
+  });
+  CT_CUDA_CHECK_LAUNCH("cross_entropy_forward");
+}
+
+void launch_cross_entropy_backward(void* dlogits, DType d_dtype, const void* logits, DType dtype,
+                                   const int32_t* targets, int64_t rows, int64_t vocab, double softcap,
+                                   ScalarArg loss_scale, cudaStream_t stream) {
+  if (rows <= 0) return;
+  dispatch_compute(d_dtype, [&](auto d_zero) {
+    using TD = decltype(d_zero);
+    dispatch_compute(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, stream>>>(
+          static_cast<TD*>(dlogits), static_cast<const T*>(logits), targets, vocab, static_cast<float>(softcap),
+          loss_scale);
+    });
+  });
+  CT_CUDA_CHECK_LAUNCH("cross_entropy_backward");
+}
+
+}  // namespace ct::cuda
