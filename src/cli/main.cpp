@@ -11,10 +11,15 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   ct::cli::add_version_command(app);
   ct::cli::add_tokenizer_command(app);
+  ct::cli::add_data_command(app);
   ct::cli::add_board_command(app);
   ct::cli::add_report_command(app);
+  ct::cli::add_lab_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A subcommand that finished its work but reports failure through its exit status.
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const ct::Error& e) {

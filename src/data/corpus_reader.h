@@ -1,0 +1,75 @@
+#pragma once
+// Corpus readers (formats.md, "Raw text"): JSONL documents with a "text" field (other fields kept as
+// metadata), plain or .zst or .gz, and .txt files holding one document each. A corpus is a list of
+// such files read in name order, one document at a time: nothing holds the whole corpus in memory.
+//
+// Reading is split in two so that parsing can run on worker threads: CorpusReader hands out raw
+// documents (a JSON line or a text file's bytes, with where it came from) in corpus order, and
+// parse_document turns one into text + metadata, with errors naming the file and line.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/byte_source.h"
+#include "util/json.h"
+
+namespace ct {
+
+struct RawDocument {
+  enum class Kind { jsonl_line, text_file };
+  Kind kind = Kind::jsonl_line;
+  std::string payload;  // the JSON line, or the whole text file
+  std::string origin;   // the file it came from, as given
+  int64_t line = 0;     // 1-based line number in the (uncompressed) file; 0 for a text file
+  std::string where() const;  // "file:line" or "file", for messages
+};
+
+struct Document {
+  std::string text;
+  Json metadata = Json::object();  // the JSON object's other fields; {"file": name} for a text file
+  std::string origin;
+  int64_t line = 0;
+};
+
+// Parses a raw document. Errors: "<file>:<line>: invalid JSON ...", "... missing field \"text\"",
+// "... field \"text\": expected a string, got <type>", "... expected a JSON object".
+Document parse_document(RawDocument raw);
+
+// True for *.jsonl, *.jsonl.zst, *.jsonl.gz and *.txt.
+bool is_corpus_file(const std::filesystem::path& path);
+bool is_text_file(const std::filesystem::path& path);
+
+// The corpus files of a folder (not recursive), sorted by file name; a single file is returned as
+// itself. Errors if the path does not exist or the folder holds no corpus file.
+std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path& dir_or_file);
+
+class CorpusReader {
+ public:
+  explicit CorpusReader(std::vector<std::filesystem::path> files);
+  ~CorpusReader();
+  CorpusReader(CorpusReader&&) noexcept;
+  CorpusReader& operator=(CorpusReader&&) noexcept;
+
+  // The next raw document in corpus order (blank JSONL lines are skipped); false at the end.
+  bool next(RawDocument& doc);
+  // The next document, parsed.
+  bool next(Document& doc);
+
+  const std::vector<std::filesystem::path>& files() const { return files_; }
+  // Uncompressed bytes read so far, over all files.
+  uint64_t bytes_read() const;
+  // Bytes of the files on disk consumed so far (compressed bytes for .zst/.gz).
+  uint64_t file_bytes_consumed() const;
+  // Index into files() of the file being read (files().size() at the end).
+  size_t file_index() const { return file_index_; }
+
+ private:
+  std::vector<std::filesystem::path> files_;
+  size_t file_index_ = 0;
+  std::unique_ptr<LineReader> lines_;  // the open JSONL file, if any
+  uint64_t finished_bytes_ = 0, finished_file_bytes_ = 0;
+};
+
+}  // namespace ct

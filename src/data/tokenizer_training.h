@@ -1,0 +1,18 @@
+#pragma once
+// Trains a tokenizer on the documents of corpus files (corpus_reader.h: JSONL plain/.zst/.gz or
+// .txt), in corpus order, with text/BpeTrainer. `clocktrain data prepare` uses it when no tokenizer
+// exists yet, so that one command takes a fresh checkout from text to shards.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "text/bpe_trainer.h"
+#include "text/tokenizer.h"
+
+namespace ct {
+
+// `report` (may be empty) receives progress lines.
+Tokenizer train_tokenizer_on_corpus(const std::vector<std::filesystem::path>& files, const BpeTrainerOptions& options,
+                                    const std::function<void(const std::string&)>& report = nullptr);
+
+}  // namespace ct

@@ -1,0 +1,93 @@
+#pragma once
+// The `clocktrain lab` subcommands as functions: each takes its parsed options and writes its
+// tables to `out`, so that the CLI (src/cli/lab_command.cpp) only parses and the tests can call
+// them directly. docs/lab.md is the user's guide.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lab/ledger.h"
+
+namespace ct::lab {
+
+namespace fs = std::filesystem;
+
+// lab propose: opens an experiment (creating the ledger if needed) and prints its id.
+int64_t lab_propose(const fs::path& ledger, const NewExperiment& experiment, std::ostream& out);
+
+// lab declare EXP KEY...: the keys become declared changes of the experiment.
+void lab_declare(const fs::path& ledger, int64_t experiment, const std::vector<std::string>& keys,
+                 std::ostream& out);
+
+struct RunOptions {
+  fs::path ledger;
+  int64_t experiment = 0;
+  std::string arm;
+  std::string rung = "full";
+  std::optional<fs::path> binary;      // the clocktrain to run (default: this executable)
+  std::vector<std::string> run_args;   // RECIPE [run options...], passed to `clocktrain run`
+};
+// lab run: refuses before launching anything when the run could not be recorded (no hypothesis,
+// unknown arm, ladder); runs `BINARY run RECIPE ... [--out DIR]`; records the run folder.
+// Returns the ledger's run id.
+int64_t lab_run(const RunOptions& options, std::ostream& out);
+
+// lab add: records existing run folders. Returns their run ids.
+std::vector<int64_t> lab_add(const fs::path& ledger, int64_t experiment, const std::string& arm,
+                             const std::string& rung, const std::vector<fs::path>& run_dirs, std::ostream& out);
+
+struct CheckOptions {
+  fs::path ledger;
+  int64_t experiment = 0;
+  std::optional<std::string> arm;
+  std::string rung = "cpu-check";
+  std::vector<std::string> command;
+};
+// lab check: runs a check command (tests of what changed) and records it as a cpu-check or probe
+// rung; passed when it exits with 0. Returns the command's exit code.
+int lab_check(const CheckOptions& options, std::ostream& out);
+
+// lab exclude RUN --reason TEXT: the run stays in the ledger but leaves every statistic and verdict.
+void lab_exclude(const fs::path& ledger, int64_t run, const std::string& reason, std::ostream& out);
+
+// lab diff A B: A and B are ledger run ids or run folders.
+void lab_diff(const fs::path& ledger, const std::string& left, const std::string& right, std::ostream& out);
+
+struct NoiseOptions {
+  fs::path ledger;
+  std::optional<std::string> recipe;
+  std::optional<int64_t> experiment;
+  std::optional<std::string> rung;
+  std::string metric = "val_bpb";
+  double confidence = 0.95, power = 0.8;
+  std::vector<int> runs_per_arm = {2, 3, 4, 6, 8};
+};
+void lab_noise(const NoiseOptions& options, std::ostream& out);
+
+struct ElasticityOptions {
+  fs::path ledger;
+  std::string recipe;
+  std::string x = "steps";    // steps | tokens
+  std::string by = "auto";    // budget | steps | auto (budget when budgets differ)
+  std::optional<std::string> rung;
+  std::vector<double> speedups_percent = {1, 2, 5, 10};
+  std::optional<double> at;   // operating point in steps (or tokens); default: the largest level
+  std::optional<double> at_budget;  // or: the level of this budget (levels by budget)
+  double confidence = 0.95;
+};
+void lab_elasticity(const ElasticityOptions& options, std::ostream& out);
+
+// lab verdict EXP: applies the rule and stores the verdict. Returns accept | reject | inconclusive.
+std::string lab_verdict(const fs::path& ledger, int64_t experiment, std::optional<std::string> rung,
+                        std::ostream& out);
+
+void lab_list(const fs::path& ledger, std::ostream& out);
+void lab_show(const fs::path& ledger, int64_t experiment, std::ostream& out);
+
+// lab report: one self-contained HTML page.
+void lab_report(const fs::path& ledger, const fs::path& out_file, std::ostream& out);
+
+}  // namespace ct::lab
