@@ -84,7 +84,16 @@ LtGemm::~LtGemm() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-LtGemm::Plan& LtGemm::plan_for(const GemmCall& call, const std::string& key) {
+size_t LtGemm::KeyHash::operator()(const Key& k) const {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t v : {static_cast<uint64_t>(k.a_rows), static_cast<uint64_t>(k.a_cols), static_cast<uint64_t>(k.b_rows),
+                     static_cast<uint64_t>(k.b_cols), static_cast<uint64_t>(k.flags), static_cast<uint64_t>(k.alignments),
+                     static_cast<uint64_t>(k.a_scale), static_cast<uint64_t>(k.b_scale)})
+    h = (h ^ v) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
+LtGemm::Plan& LtGemm::plan_for(const GemmCall& call, const Key& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second;
   const LtOperands o = lt_operands(call.a_rows, call.a_cols, call.b_rows, call.b_cols, call.transpose_a,
@@ -151,18 +160,28 @@ LtGemm::Plan& LtGemm::plan_for(const GemmCall& call, const std::string& key) {
 }
 
 void LtGemm::run(const GemmCall& call, cudaStream_t stream) {
-  const std::string key =
-      str(call.a_rows, ',', call.a_cols, ',', call.b_rows, ',', call.b_cols, ',', call.transpose_a, call.transpose_b, ',',
-          static_cast<int>(call.operands), static_cast<int>(call.c_dtype), call.f32_fast_bf16, ',',
-          alignment_of(call.a), ',', alignment_of(call.b), ',',
-          std::min(alignment_of(call.c), alignment_of(call.c_in ? call.c_in : call.c)), ',',
-          reinterpret_cast<uintptr_t>(call.a_scale), ',', reinterpret_cast<uintptr_t>(call.b_scale));
+  const int align_c = std::min(alignment_of(call.c), alignment_of(call.c_in ? call.c_in : call.c));
+  const Key key{call.a_rows,
+                call.a_cols,
+                call.b_rows,
+                call.b_cols,
+                static_cast<uint32_t>(call.transpose_a) | static_cast<uint32_t>(call.transpose_b) << 1 |
+                    static_cast<uint32_t>(call.operands) << 2 | static_cast<uint32_t>(call.c_dtype) << 4 |
+                    static_cast<uint32_t>(call.f32_fast_bf16) << 8,
+                static_cast<uint32_t>(alignment_of(call.a)) | static_cast<uint32_t>(alignment_of(call.b)) << 10 |
+                    static_cast<uint32_t>(align_c) << 20,
+                reinterpret_cast<uintptr_t>(call.a_scale),
+                reinterpret_cast<uintptr_t>(call.b_scale)};
   Plan& plan = plan_for(call, key);
   const float alpha = static_cast<float>(call.alpha), beta = static_cast<float>(call.beta);
   const void* c_in = call.c_in ? call.c_in : call.c;
-  check_lt(cublasLtMatmul(handle_, plan.desc, &alpha, call.b, plan.a, call.a, plan.b, &beta, c_in, plan.c, call.c,
-                          plan.c, &plan.algo, workspace_, workspace_bytes_, stream),
-           "cublasLtMatmul", key);
+  const cublasStatus_t status = cublasLtMatmul(handle_, plan.desc, &alpha, call.b, plan.a, call.a, plan.b, &beta, c_in,
+                                               plan.c, call.c, plan.c, &plan.algo, workspace_, workspace_bytes_, stream);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    check_lt(status, "cublasLtMatmul",
+             str("[", call.a_rows, " x ", call.a_cols, "]", call.transpose_a ? "^T" : "", " x [", call.b_rows, " x ",
+                 call.b_cols, "]", call.transpose_b ? "^T" : "", " (", operand_name(call.operands), " -> ",
+                 dtype_name(call.c_dtype), ")"));
 }
 
 }  // namespace ct::cuda

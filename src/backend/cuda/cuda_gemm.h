@@ -68,12 +68,26 @@ class LtGemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  Plan& plan_for(const GemmCall& call, const std::string& key);
+  // Everything a plan depends on: shapes, transposes, dtypes, alignments, fp8 scale addresses.
+  struct Key {
+    int64_t a_rows, a_cols, b_rows, b_cols;
+    uint32_t flags;  // transposes, operand and c dtypes, fast-bf16
+    uint32_t alignments;
+    uintptr_t a_scale, b_scale;
+    bool operator==(const Key& o) const {
+      return a_rows == o.a_rows && a_cols == o.a_cols && b_rows == o.b_rows && b_cols == o.b_cols && flags == o.flags &&
+             alignments == o.alignments && a_scale == o.a_scale && b_scale == o.b_scale;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  Plan& plan_for(const GemmCall& call, const Key& key);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::unordered_map<std::string, Plan> plans_;
+  std::unordered_map<Key, Plan, KeyHash> plans_;
 };
 
 }  // namespace ct::cuda

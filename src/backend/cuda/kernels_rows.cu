@@ -51,6 +51,65 @@ __global__ void rmsnorm_backward_kernel(TD* dx, const T* dy, const T* y, const f
     dxr[c] = from_float<TD>(to_float(dxr[c]) + inv_rms * (to_float(dyr[c]) - to_float(yr[c]) * mean_dot));
 }
 
+// The same with 8 elements per lane and 16-byte accesses (width % 8 == 0, rows 16-byte aligned).
+template <typename TX, typename TY>
+__global__ void rmsnorm_forward_vec8_kernel(TY* y, float* rstd, const TX* x, int64_t rows, int64_t width, float eps) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const TX* xr = x + row * width;
+  TY* yr = y + row * width;
+  const int64_t chunks = width / 8;
+  float sum_squares = 0.0f;
+  for (int64_t c = lane; c < chunks; c += 32) {
+    float v[8];
+    load8(xr + 8 * c, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum_squares += v[i] * v[i];
+  }
+  sum_squares = warp_sum(sum_squares);
+  const float inv_rms = rsqrtf(sum_squares / static_cast<float>(width) + eps);
+  for (int64_t c = lane; c < chunks; c += 32) {
+    float v[8];
+    load8(xr + 8 * c, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] *= inv_rms;
+    store8(yr + 8 * c, v);
+  }
+  if (lane == 0) rstd[row] = inv_rms;
+}
+
+template <typename TD, typename T>
+__global__ void rmsnorm_backward_vec8_kernel(TD* dx, const T* dy, const T* y, const float* rstd, int64_t rows,
+                                             int64_t width) {
+  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const T* dyr = dy + row * width;
+  const T* yr = y + row * width;
+  TD* dxr = dx + row * width;
+  const int64_t chunks = width / 8;
+  float dot = 0.0f;
+  for (int64_t c = lane; c < chunks; c += 32) {
+    float g[8], v[8];
+    load8(dyr + 8 * c, g);
+    load8(yr + 8 * c, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot += g[i] * v[i];
+  }
+  dot = warp_sum(dot);
+  const float mean_dot = dot / static_cast<float>(width), inv_rms = rstd[row];
+  for (int64_t c = lane; c < chunks; c += 32) {
+    float g[8], v[8], acc[8];
+    load8(dyr + 8 * c, g);
+    load8(yr + 8 * c, v);
+    load8(dxr + 8 * c, acc);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] += inv_rms * (g[i] - v[i] * mean_dot);
+    store8(dxr + 8 * c, acc);
+  }
+}
+
 // ---- rotary + QK norm -------------------------------------------------------------------------------
 // Row r of [B*T*H, D] sits at time t = (r / H) % T; lane l handles the pairs (j, j + D/2) for
 // j = l, l + 32, ... (at most kMaxPairsPerLane of them: head_dim <= 256).
@@ -117,6 +176,95 @@ __global__ void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, cons
     const float drot2 = inv_rms * (to_float(dyr[j + half]) - to_float(yr[j + half]) * mean_dot);
     dxr[j] = from_float<T>(c * drot1 - s * drot2);
     dxr[j + half] = from_float<T>(s * drot1 + c * drot2);
+  }
+}
+
+// Vectorised: LANES = head_dim / 16 lanes per row (several rows per warp), lane l of a row takes
+// the 8 pairs (j, j + D/2) for j = 8l .. 8l + 7 with 16-byte accesses.
+template <typename T, int LANES>
+__global__ void rope_qknorm_forward_vec8_kernel(T* y, float* rstd, const T* x, const float* cos, const float* sin,
+                                                int64_t rows, int64_t heads, int64_t time, float eps) {
+  constexpr int64_t kHalf = 8 * LANES, kDim = 2 * kHalf;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = (blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32) * (32 / LANES) + lane / LANES;
+  const int part = lane % LANES;
+  const bool active = row < rows;
+  const int64_t t = active ? (row / heads) % time : 0;
+  float rot1[8], rot2[8];
+  float sum_squares = 0.0f;
+  if (active) {
+    float x1[8], x2[8], c[8], s[8];
+    load8(x + row * kDim + 8 * part, x1);
+    load8(x + row * kDim + kHalf + 8 * part, x2);
+    load8(cos + t * kHalf + 8 * part, c);
+    load8(sin + t * kHalf + 8 * part, s);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      rot1[i] = x1[i] * c[i] + x2[i] * s[i];
+      rot2[i] = -x1[i] * s[i] + x2[i] * c[i];
+      sum_squares += rot1[i] * rot1[i] + rot2[i] * rot2[i];
+    }
+  }
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset >>= 1) sum_squares += __shfl_xor_sync(0xffffffffu, sum_squares, offset);
+  if (!active) return;
+  const float inv_rms = rsqrtf(sum_squares / static_cast<float>(kDim) + eps);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    rot1[i] *= inv_rms;
+    rot2[i] *= inv_rms;
+  }
+  store8(y + row * kDim + 8 * part, rot1);
+  store8(y + row * kDim + kHalf + 8 * part, rot2);
+  if (part == 0) rstd[row] = inv_rms;
+}
+
+template <typename T, int LANES>
+__global__ void rope_qknorm_backward_vec8_kernel(T* dx, const T* dy, const T* y, const float* rstd, const float* cos,
+                                                 const float* sin, int64_t rows, int64_t heads, int64_t time) {
+  constexpr int64_t kHalf = 8 * LANES, kDim = 2 * kHalf;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = (blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32) * (32 / LANES) + lane / LANES;
+  const int part = lane % LANES;
+  const bool active = row < rows;
+  float g1[8], g2[8], y1[8], y2[8];
+  float dot = 0.0f;
+  if (active) {
+    load8(dy + row * kDim + 8 * part, g1);
+    load8(dy + row * kDim + kHalf + 8 * part, g2);
+    load8(y + row * kDim + 8 * part, y1);
+    load8(y + row * kDim + kHalf + 8 * part, y2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot += g1[i] * y1[i] + g2[i] * y2[i];
+  }
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+  if (!active) return;
+  const int64_t t = (row / heads) % time;
+  const float mean_dot = dot / static_cast<float>(kDim), inv_rms = rstd[row];
+  float c[8], s[8];
+  load8(cos + t * kHalf + 8 * part, c);
+  load8(sin + t * kHalf + 8 * part, s);
+  float dx1[8], dx2[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float drot1 = inv_rms * (g1[i] - y1[i] * mean_dot), drot2 = inv_rms * (g2[i] - y2[i] * mean_dot);
+    dx1[i] = c[i] * drot1 - s[i] * drot2;
+    dx2[i] = s[i] * drot1 + c[i] * drot2;
+  }
+  store8(dx + row * kDim + 8 * part, dx1);
+  store8(dx + row * kDim + kHalf + 8 * part, dx2);
+}
+
+// Calls fn(std::integral_constant<int, LANES>) for the vectorised rope kernels' head dims (32..512).
+template <typename Fn>
+bool dispatch_rope_lanes(int64_t head_dim, Fn&& fn) {
+  switch (head_dim) {
+    case 32: fn(std::integral_constant<int, 2>{}); return true;
+    case 64: fn(std::integral_constant<int, 4>{}); return true;
+    case 128: fn(std::integral_constant<int, 8>{}); return true;
+    case 256: fn(std::integral_constant<int, 16>{}); return true;
+    default: return false;
   }
 }
 
@@ -271,12 +419,18 @@ unsigned warp_rows_grid(int64_t rows) { return static_cast<unsigned>((rows + kWa
 void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, int64_t rows,
                             int64_t width, double eps, cudaStream_t stream) {
   if (rows <= 0) return;
+  const bool vec8 = width % 8 == 0 && is_aligned16(y) && is_aligned16(x);
   dispatch_compute(x_dtype, [&](auto x_zero) {
     using TX = decltype(x_zero);
     dispatch_compute(y_dtype, [&](auto y_zero) {
       using TY = decltype(y_zero);
-      rmsnorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-          static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
+      if (vec8) {
+        rmsnorm_forward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
+      } else {
+        rmsnorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
+      }
     });
   });
   CT_CUDA_CHECK_LAUNCH("rmsnorm_forward");
@@ -285,12 +439,18 @@ void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, 
 void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, const void* y, DType dy_dtype,
                              const float* rstd, int64_t rows, int64_t width, cudaStream_t stream) {
   if (rows <= 0) return;
+  const bool vec8 = width % 8 == 0 && is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y);
   dispatch_compute(dx_dtype, [&](auto dx_zero) {
     using TD = decltype(dx_zero);
     dispatch_compute(dy_dtype, [&](auto zero) {
       using T = decltype(zero);
-      rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-          static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
+      if (vec8) {
+        rmsnorm_backward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+            static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
+      } else {
+        rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+            static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
+      }
     });
   });
   CT_CUDA_CHECK_LAUNCH("rmsnorm_backward");
@@ -302,11 +462,20 @@ void launch_rope_qknorm_forward(void* y, float* rstd, const void* x, DType dtype
   if (rows <= 0) return;
   check(head_dim <= 2 * 32 * kMaxPairsPerLane, "rope_qknorm: head_dim ", head_dim, " is above the CUDA limit of ",
         2 * 32 * kMaxPairsPerLane);
+  const bool aligned = is_aligned16(y) && is_aligned16(x) && is_aligned16(cos) && is_aligned16(sin);
   dispatch_compute(dtype, [&](auto zero) {
     using T = decltype(zero);
-    rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-        static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, head_dim,
-        static_cast<float>(eps));
+    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+      constexpr int kLanes = decltype(lanes)::value;
+      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+      rope_qknorm_forward_vec8_kernel<T, kLanes>
+          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, static_cast<float>(eps));
+    });
+    if (!vectorised)
+      rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, head_dim,
+          static_cast<float>(eps));
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_forward");
 }
@@ -315,11 +484,21 @@ void launch_rope_qknorm_backward(void* dx, const void* dy, const void* y, DType 
                                  const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t time,
                                  int64_t head_dim, cudaStream_t stream) {
   if (rows <= 0) return;
+  const bool aligned = is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y) && is_aligned16(cos) && is_aligned16(sin);
   dispatch_compute(dtype, [&](auto zero) {
     using T = decltype(zero);
-    rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads, time,
-        head_dim);
+    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+      constexpr int kLanes = decltype(lanes)::value;
+      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+      rope_qknorm_backward_vec8_kernel<T, kLanes>
+          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads,
+              time);
+    });
+    if (!vectorised)
+      rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads, time,
+          head_dim);
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_backward");
 }

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The one device check of the CUDA backend, for a GPU machine reached through the workplace's
+# device tool (docs/cuda.md "Checking on a GPU"). Run bench/gpu_bundle.sh on the build machine
+# first, then on the GPU machine, in the repository root:
+#
+#   bash bench/gpu_check.sh          (device tool: carry [".gpu_bundle"], timeout_s 540)
+#
+# Stages, each with its own timeout; logs under $OUT (setup.log, parity.log, ops.log, train.log,
+# torch.log, sanitizer.log, results.json, summary.txt: the 8 files a device call brings back):
+#   env       GPU, driver, OS, CPU, PyTorch; the bundle's MANIFEST                     (20 s)
+#   libs      unpack the bundle's libraries, find cuBLASLt/NCCL, check every binary loads (40 s)
+#   parity    test_backend_cuda: every op forward/backward against the CPU backend,
+#             graph regions, determinism (and test_model's GPU tests when bundled)      (150 s)
+#   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
+#   train     train_throughput_bench on the baseline recipe, bf16 on the GPU (when bundled) (100 s)
+#   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (170 s)
+#   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
+#   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
+#             measured matmul peak, memory, clocktrain vs PyTorch
+# The whole script stays under 8 minutes: a stage that would start with too little time left is
+# skipped (and says so).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start_seconds=$(date +%s)
+budget_seconds=${GPU_CHECK_BUDGET:-470}
+OUT=${OUT:-$(mktemp -d /tmp/gpu_check.XXXXXX)}
+work=/tmp/clocktrain-gpu-check
+rm -rf "$work"
+mkdir -p "$OUT" "$work"
+bundle=.gpu_bundle
+bin=$bundle/bin
+status_file=$work/stages.txt
+: >"$status_file"
+
+elapsed() { echo $(($(date +%s) - start_seconds)); }
+left() { echo $((budget_seconds - $(elapsed))); }
+# stage NAME TIMEOUT COMMAND...: runs with a timeout (shortened to the time left), output to
+# $work/NAME.log, one status line to stdout and to the stage list.
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local remaining
+  remaining=$(left)
+  if [ "$remaining" -lt 15 ]; then
+    echo "stage $name: skipped (only ${remaining}s of the budget left)" | tee -a "$status_file"
+    return 99
+  fi
+  [ "$limit" -gt "$remaining" ] && limit=$remaining
+  local t0 rc
+  t0=$(date +%s)
+  echo "== $name (timeout ${limit}s, at $(elapsed)s)"
+  timeout --kill-after=5 "$limit" "$@" >"$work/$name.log" 2>&1
+  rc=$?
+  local verdict=ok
+  [ $rc -ne 0 ] && verdict="FAILED rc=$rc"
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMED OUT after ${limit}s"
+  echo "stage $name: $verdict in $(($(date +%s) - t0))s" | tee -a "$status_file"
+  return $rc
+}
+
+# ---- env ----
+env_report() {
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv || true
+  echo "os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}"), $(ldd --version | head -1)"
+  echo "cpu: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 || true
+  echo "--- bundle"
+  cat "$bundle/MANIFEST" 2>/dev/null || echo "no $bundle/MANIFEST: run bench/gpu_bundle.sh on the build machine and carry .gpu_bundle"
+}
+stage env 20 env_report
+
+# ---- libs ----
+setup_libs() {
+  [ -d "$bin" ] || { echo "no $bin: run bench/gpu_bundle.sh on the build machine and carry .gpu_bundle"; return 1; }
+  mkdir -p "$work/lib-all" "$work/lib"
+  tar -xJf "$bundle/lib.tar.xz" -C "$work/lib-all" || python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$bundle/lib.tar.xz" "$work/lib-all"
+  # Use the image's own copy of a library when it has one; the bundle's otherwise.
+  for f in "$work"/lib-all/*; do
+    name=$(basename "$f")
+    if ldconfig -p | grep -q "^[[:space:]]*$name "; then echo "system: $name"; else ln -sf "$f" "$work/lib/$name"; echo "bundle: $name"; fi
+  done
+  # cuBLASLt and NCCL: the CUDA toolkit's, else PyTorch's wheels'.
+  local dirs=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    [ -e "$d/libcublasLt.so.13" ] && dirs="$dirs:$d"
+  done
+  for module in nvidia.cublas nvidia.nccl nvidia.cu13 nvidia.cuda_runtime; do
+    d=$(python3 -c "import $module, os; print(os.path.dirname($module.__file__ or list($module.__path__)[0]))" 2>/dev/null || true)
+    [ -n "$d" ] && for sub in lib lib64; do [ -d "$d/$sub" ] && dirs="$dirs:$d/$sub"; done
+  done
+  echo "export LD_LIBRARY_PATH=$work/lib$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" >"$work/env.sh"
+  echo "export CLOCKTRAIN_OPENBLAS=$work/lib-all/libopenblas.so.0" >>"$work/env.sh"
+  cat "$work/env.sh"
+  . "$work/env.sh"
+  local missing=0
+  for f in "$bin"/*; do
+    if ldd "$f" | grep -q "not found"; then echo "MISSING for $f:"; ldd "$f" | grep "not found"; missing=1; fi
+  done
+  return $missing
+}
+stage libs 40 setup_libs
+[ -f "$work/env.sh" ] && . "$work/env.sh"
+
+# ---- parity ----
+parity() {
+  local rc=0
+  "$bin/test_backend_cuda" --gtest_output="json:$work/parity.json" || rc=$?
+  if [ -x "$bin/test_model" ]; then
+    "$bin/test_model" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$work/parity_model.json" || rc=$?
+  fi
+  return $rc
+}
+stage parity 150 parity
+
+# ---- ops ----
+stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --dtype bf16 --repeats 10 --json "$work/ops.json"
+
+# ---- train ----
+if [ -x "$bin/train_throughput_bench" ]; then
+  stage train 100 "$bin/train_throughput_bench" recipes/baseline.toml --backend cuda --steps 20 --warmup 3 \
+    --micro-batch-rows 64 ${TRAIN_ARGS:-}
+else
+  echo "stage train: skipped (train_throughput_bench not in the bundle: the model's GPU path is not built)" | tee -a "$status_file"
+fi
+
+# ---- torch ----
+stage torch 170 env PYTHONUNBUFFERED=1 python3 bench/torch_gpu_reference.py --steps 15 --warmup 3 --json "$work/torch.json"
+
+# ---- sanitizer (optional) ----
+if command -v compute-sanitizer >/dev/null && [ "$(left)" -gt 75 ]; then
+  stage sanitizer 45 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test_backend_cuda" \
+    --gtest_filter='CudaAttention.FlashKernelsInBf16:CudaEmbedding.*:CudaCrossEntropy.*:CudaGraphs.ReplayEqualsEager*'
+else
+  echo "stage sanitizer: skipped ($(left)s left or no compute-sanitizer)" | tee -a "$status_file"
+fi
+
+# ---- report (printed last) ----
+# (at most 8 files come back from $OUT: env and libs share one)
+cat "$work/env.log" "$work/libs.log" >"$OUT/setup.log" 2>/dev/null
+for name in parity ops train torch sanitizer; do
+  [ -f "$work/$name.log" ] && cp "$work/$name.log" "$OUT/$name.log"
+done
+python3 bench/gpu_report.py "$work" "$OUT/results.json" | tee "$OUT/summary.txt"
+echo "(whole check: $(elapsed)s; logs and results.json under \$OUT)"

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Summarises bench/gpu_check.sh's stages (files in WORK) into one table, printed last, and
+results.json (everything measured, machine-readable).
+
+usage: gpu_report.py WORK RESULTS_JSON
+"""
+import json
+import os
+import sys
+
+PEAK_BF16 = 989.4e12  # H100/H200 SXM dense bf16, the data sheet's number
+# model.md baseline, nanochat's count (src/model/config.h flops_per_token):
+#   6 * (parameters - wte) + 12 * layers * width * T
+BASELINE_FLOPS_PER_TOKEN = 6 * (59_637_760 - 8192 * 640) + 12 * 10 * 640 * 1024
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def json_line(path, prefix="json: "):
+    """The last line starting with `prefix` (or any JSON object line) of a log."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        text = line[len(prefix):] if line.startswith(prefix) else line
+        if text.startswith("{"):
+            try:
+                return json.loads(text)
+            except ValueError:
+                continue
+    return None
+
+
+def gtest_summary(report):
+    if not report:
+        return None
+    failed, skipped, passed = [], [], 0
+    for suite in report.get("testsuites", []):
+        for test in suite.get("testsuite", []):
+            name = suite["name"] + "." + test["name"]
+            if test.get("failures"):
+                failed.append((name, test["failures"][0].get("failure", "").splitlines()[:3]))
+            elif test.get("result") == "SKIPPED" or test.get("status") == "NOTRUN":
+                skipped.append(name)
+            else:
+                passed += 1
+    return dict(passed=passed, failed=failed, skipped=skipped)
+
+
+def main():
+    work, results_path = sys.argv[1], sys.argv[2]
+    results = dict(stages=open(os.path.join(work, "stages.txt")).read().splitlines()
+                   if os.path.exists(os.path.join(work, "stages.txt")) else [])
+    lines = []
+    for stage in results["stages"]:
+        lines.append("  " + stage)
+
+    parity = [gtest_summary(load_json(os.path.join(work, f))) for f in ("parity.json", "parity_model.json")]
+    for label, p in zip(("backend", "model"), parity):
+        if p is None:
+            continue
+        results["parity_" + label] = dict(passed=p["passed"], failed=[n for n, _ in p["failed"]], skipped=p["skipped"])
+        lines.append(f"parity ({label}): {p['passed']} passed, {len(p['failed'])} failed, {len(p['skipped'])} skipped")
+        for name, message in p["failed"][:12]:
+            lines.append(f"  FAILED {name}: {' / '.join(m.strip() for m in message)[:160]}")
+
+    ops = load_json(os.path.join(work, "ops.json")) or []
+    results["ops"] = ops
+    matmul_peak = next((o["rate"] * 1e12 for o in ops if o["op"] == "matmul_peak"), None)
+    copy_bandwidth = next((o["rate"] for o in ops if o["op"] == "copy_bandwidth"), None)
+    if ops:
+        lines.append("ops at the baseline's shapes (backend_ops_bench, median of 10):")
+        for o in ops:
+            lines.append(f"  {o['op']:<24} {o['shape']:<26} {o['ms']:9.3f} ms {o['rate']:9.1f} {o['unit']}")
+
+    train = json_line(os.path.join(work, "train.log"))
+    torch = load_json(os.path.join(work, "torch.json")) or json_line(os.path.join(work, "torch.log"), prefix="")
+    results["train"], results["torch"] = train, torch
+
+    rows = []
+    if train:
+        tps = train.get("tokens_per_second") or train.get("tokens_per_s")
+        step_ms = train.get("step_ms") or (1000.0 * train["step_seconds"] if "step_seconds" in train else None)
+        flops = train.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
+        memory = train.get("memory_gib") or (train.get("memory_bytes", 0) / 2**30 if train.get("memory_bytes") else None)
+        rows.append(("clocktrain cuda", tps, step_ms, flops, memory))
+    if torch:
+        rows.append((torch.get("implementation", "pytorch"), torch["tokens_per_second"], torch["step_ms"],
+                     torch.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN), torch.get("peak_memory_gib")))
+
+    lines.append("")
+    lines.append("baseline recipe (model.md: 10 x 640, T 1024, 65,536 tokens per step), bf16:")
+    header = f"  {'run':<34} {'tokens/s':>11} {'step ms':>9} {'MFU@989T':>9} {'MFU@meas':>9} {'mem GiB':>8}"
+    lines.append(header)
+    for name, tps, step_ms, flops, memory in rows:
+        mfu = flops * tps / PEAK_BF16 if tps else None
+        mfu_measured = flops * tps / matmul_peak if tps and matmul_peak else None
+        fmt = lambda v, f: (f.format(v) if v is not None else "-")
+        lines.append(f"  {name[:34]:<34} {fmt(tps, '{:,.0f}'):>11} {fmt(step_ms, '{:.1f}'):>9} "
+                     f"{fmt(mfu and 100 * mfu, '{:.1f}%'):>9} {fmt(mfu_measured and 100 * mfu_measured, '{:.1f}%'):>9} "
+                     f"{fmt(memory, '{:.1f}'):>8}")
+    if len(rows) == 2 and rows[0][1] and rows[1][1]:
+        ratio = rows[0][1] / rows[1][1]
+        results["ratio_clocktrain_over_torch"] = ratio
+        lines.append(f"  clocktrain / pytorch tokens/s: {ratio:.2f}x   (targets: >= 1.2x, >= 40% MFU ~ 0.98M tokens/s)")
+    elif not train:
+        lines.append("  clocktrain: no training measurement (see the train stage above)")
+    ceilings = []
+    if matmul_peak:
+        ceilings.append(f"matmul 8192^3 bf16 {matmul_peak / 1e12:.0f} TFLOP/s")
+    if copy_bandwidth:
+        ceilings.append(f"copy {copy_bandwidth / 1000:.2f} TB/s")
+    if ceilings:
+        lines.append("  measured ceilings: " + ", ".join(ceilings))
+    results["matmul_peak_flops"], results["copy_bandwidth_gbs"] = matmul_peak, copy_bandwidth
+    with open(results_path, "w") as f:
+        json.dump(results, f, indent=1)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
