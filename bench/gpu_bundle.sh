@@ -24,12 +24,13 @@ bundle=.gpu_bundle
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLOCKTRAIN_NATIVE=OFF -DCLOCKTRAIN_TESTS=ON \
   -DCLOCKTRAIN_BENCH=ON -DCLOCKTRAIN_CUDA=ON >/dev/null
-cmake --build "$build" --target help | grep -q "ct_backend_cuda" ||
+known_targets=$(cmake --build "$build" --target help)
+echo "$known_targets" | grep -q "ct_backend_cuda" ||
   { echo "gpu_bundle: nvcc was not found: no CUDA backend to bundle" >&2; exit 1; }
 wanted="test_backend_cuda backend_ops_bench train_throughput_bench test_model clocktrain"
 targets=""
 for t in $wanted; do
-  if cmake --build "$build" --target help | grep -q "^\.\.\. $t\$"; then targets="$targets $t"; fi
+  if echo "$known_targets" | grep -q "^\.\.\. $t\$"; then targets="$targets $t"; fi
 done
 echo "gpu_bundle: building$targets (-j$jobs)" >&2
 cmake --build "$build" -j"$jobs" --target $targets
@@ -57,7 +58,7 @@ rm -rf "$bundle/staging"
 {
   echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- src tests bench || echo ' (with uncommitted changes)')"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -1)"
-  echo "nvcc $(nvcc --version | grep -o 'release [0-9.]*'), gencode $(grep CLOCKTRAIN_CUDA_GENCODE: "$build/CMakeCache.txt" | cut -d= -f2)"
+  echo "nvcc $(nvcc --version | grep -o 'release [0-9.]*'), gencode $(grep CLOCKTRAIN_CUDA_GENCODE: "$build/CMakeCache.txt" | cut -d= -f2-)"
   (cd "$bundle" && sha256sum bin/* lib.tar.xz)
 } >"$bundle/MANIFEST"
 exclude=$(git rev-parse --git-path info/exclude)

@@ -30,6 +30,7 @@ mkdir -p "$OUT" "$work"
 bundle=.gpu_bundle
 bin=$bundle/bin
 status_file=$work/stages.txt
+export work bundle bin
 : >"$status_file"
 
 elapsed() { echo $(($(date +%s) - start_seconds)); }
@@ -49,7 +50,11 @@ stage() {
   local t0 rc
   t0=$(date +%s)
   echo "== $name (timeout ${limit}s, at $(elapsed)s)"
-  timeout --kill-after=5 "$limit" "$@" >"$work/$name.log" 2>&1
+  if declare -F "$1" >/dev/null; then  # a function of this script: run it in a child bash
+    timeout --kill-after=5 "$limit" bash -c "$(declare -f "$1"); $(printf '%q ' "$@")" >"$work/$name.log" 2>&1
+  else
+    timeout --kill-after=5 "$limit" "$@" >"$work/$name.log" 2>&1
+  fi
   rc=$?
   local verdict=ok
   [ $rc -ne 0 ] && verdict="FAILED rc=$rc"
@@ -66,6 +71,11 @@ env_report() {
   echo "cpu: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 || true
+  if command -v cuobjdump >/dev/null && [ -x "$bin/test_backend_cuda" ]; then
+    echo "--- machine code in test_backend_cuda (tensor-core mma, ldmatrix, cp.async instruction counts):"
+    cuobjdump --list-elf "$bin/test_backend_cuda" 2>&1 | head -3
+    cuobjdump --dump-sass "$bin/test_backend_cuda" 2>/dev/null | grep -oE '\b(HMMA|HGMMA|LDSM|LDGSTS)\b' | sort | uniq -c
+  fi
   echo "--- bundle"
   cat "$bundle/MANIFEST" 2>/dev/null || echo "no $bundle/MANIFEST: run bench/gpu_bundle.sh on the build machine and carry .gpu_bundle"
 }

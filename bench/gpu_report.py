@@ -61,6 +61,13 @@ def main():
     lines = []
     for stage in results["stages"]:
         lines.append("  " + stage)
+        if "FAILED" in stage or "TIMED OUT" in stage:  # the end of its log, so one device call shows why
+            name = stage.split()[1].rstrip(":")
+            try:
+                tail = [l for l in open(os.path.join(work, name + ".log"), errors="replace").read().splitlines() if l.strip()][-6:]
+            except OSError:
+                tail = ["(no log)"]
+            lines.extend("      | " + l[:150] for l in tail)
 
     parity = [gtest_summary(load_json(os.path.join(work, f))) for f in ("parity.json", "parity_model.json")]
     for label, p in zip(("backend", "model"), parity):
