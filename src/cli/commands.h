@@ -7,6 +7,9 @@ namespace ct::cli {
 void add_version_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_data_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
 void add_board_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_lab_command(CLI::App& app);

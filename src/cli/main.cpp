@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   ct::cli::add_version_command(app);
   ct::cli::add_tokenizer_command(app);
   ct::cli::add_data_command(app);
+  ct::cli::add_train_command(app);
+  ct::cli::add_eval_command(app);
+  ct::cli::add_sample_command(app);
   ct::cli::add_board_command(app);
   ct::cli::add_report_command(app);
   ct::cli::add_lab_command(app);

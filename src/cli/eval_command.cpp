@@ -1,0 +1,149 @@
+// clocktrain eval bpb | core  (docs/eval.md)
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "eval/checkpoint_eval.h"
+#include "eval/core_report.h"
+#include "util/data_dir.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/progress.h"
+
+namespace ct::cli {
+
+namespace {
+
+struct BpbArgs {
+  std::string checkpoint, data, out;
+  int64_t tokens = 0;
+  int64_t batch_tokens = 16384;
+  bool json = false;
+  BackendArgs backend;
+};
+
+void run_bpb(const BpbArgs& args) {
+  const DataLayout layout{resolve_data_dir(args.data)};
+  auto backend = make_backend(args.backend);
+  // The evaluator reads the checkpoint and the pinned validation documents, nothing else.
+  ReadGuard guard;
+  allow_evaluator_reads(guard, {args.checkpoint, layout.val()});
+  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint, &guard);
+  ProgressLine progress;
+  BpbOptions options;
+  options.max_target_tokens = args.tokens;
+  options.progress = [&](int64_t done, int64_t total) {
+    progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
+  };
+  BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens, &guard);
+  progress.finish();
+  OrderedJson j = bpb_result_json(result);
+  j["checkpoint"] = args.checkpoint;
+  j["checkpoint_sha256"] = checkpoint.weights_sha256;
+  j["files_read"] = guard.opened();
+  j["backend"] = backend->device_description();
+  if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
+  if (args.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("val_bpb %.6f  (%lld targets, %lld bytes, %lld rows of %lld, %.1f s on %s)\n", result.bpb,
+                static_cast<long long>(result.targets), static_cast<long long>(result.bytes),
+                static_cast<long long>(result.rows), static_cast<long long>(result.sequence_len), result.seconds,
+                backend->device_description().c_str());
+  }
+}
+
+struct CoreArgs {
+  std::string checkpoint, data, bundle, tasks, out, dump_prompts;
+  int64_t max_per_task = 0;
+  int64_t batch_tokens = 16384;
+  bool json = false;
+  BackendArgs backend;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void run_core(const CoreArgs& args) {
+  const std::filesystem::path bundle =
+      args.bundle.empty() ? DataLayout{resolve_data_dir(args.data)}.eval_bundle() : std::filesystem::path(args.bundle);
+  auto backend = make_backend(args.backend);
+  // The evaluator reads the checkpoint and the CORE bundle, nothing else.
+  ReadGuard guard;
+  allow_evaluator_reads(guard, {args.checkpoint, bundle});
+  EvalCheckpoint checkpoint = load_eval_checkpoint(*backend, args.checkpoint, &guard);
+  CoreOptions options;
+  options.read_guard = &guard;
+  options.max_per_task = args.max_per_task;
+  options.tasks = split_commas(args.tasks);
+  options.batch_tokens = args.batch_tokens;
+  options.keep_rows = !args.dump_prompts.empty();
+  ProgressLine progress;
+  options.progress = [&](const std::string& label, int64_t done, int64_t total) {
+    progress.update(str("CORE: ", label, " ", done, "/", total));
+  };
+  CoreResult result = evaluate_checkpoint_core(checkpoint, bundle, options);
+  progress.finish();
+  OrderedJson j = core_result_json(result);
+  j["checkpoint"] = args.checkpoint;
+  j["checkpoint_sha256"] = checkpoint.weights_sha256;
+  j["files_read"] = guard.opened();
+  j["backend"] = backend->device_description();
+  if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
+  if (!args.dump_prompts.empty()) write_file_atomic(args.dump_prompts, core_rows_json(result).dump() + "\n");
+  if (args.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s", core_result_table(result).c_str());
+  }
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto* eval = app.add_subcommand("eval", "Score a saved checkpoint: val_bpb or CORE (docs/eval.md)");
+  eval->require_subcommand(1);
+
+  static BpbArgs bpb;
+  auto* b = eval->add_subcommand("bpb", "Bits per byte on the pinned validation documents (DATA/val)");
+  b->add_option("checkpoint", bpb.checkpoint, "Checkpoint folder (config.json, model.safetensors, tokenizer)")
+      ->required();
+  b->add_option("--tokens", bpb.tokens, "Evaluate only the first N target tokens (0 = the whole set)")
+      ->capture_default_str();
+  b->add_option("--batch-tokens", bpb.batch_tokens, "Tokens per forward pass")->capture_default_str();
+  b->add_option("--data", bpb.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
+  b->add_option("--out", bpb.out, "Also write the result as JSON to this file");
+  b->add_flag("--json", bpb.json, "Print JSON instead of a line of text");
+  add_backend_options(b, bpb.backend);
+  b->callback([] { run_bpb(bpb); });
+
+  static CoreArgs core;
+  auto* c = eval->add_subcommand("core", "The CORE in-context-learning metric (DATA/eval_bundle)");
+  c->add_option("checkpoint", core.checkpoint, "Checkpoint folder (config.json, model.safetensors, tokenizer)")
+      ->required();
+  c->add_option("--bundle", core.bundle, "CORE bundle folder (default: DATA/eval_bundle)");
+  c->add_option("--data", core.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
+  c->add_option("--max-per-task", core.max_per_task, "Keep the first N shuffled rows of each task (0 = all)")
+      ->capture_default_str();
+  c->add_option("--tasks", core.tasks, "Only these task labels, comma separated");
+  c->add_option("--batch-tokens", core.batch_tokens, "Tokens per forward pass")->capture_default_str();
+  c->add_option("--out", core.out, "Also write the result as JSON to this file");
+  c->add_option("--dump-prompts", core.dump_prompts,
+                "Write every row's prompts, tokens, spans, losses and verdict as JSON to this file");
+  c->add_flag("--json", core.json, "Print JSON instead of the table");
+  add_backend_options(c, core.backend);
+  c->callback([] { run_core(core); });
+}
+
+}  // namespace ct::cli

@@ -1,0 +1,38 @@
+#include "cli/model_loading.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace ct::cli {
+
+void add_backend_options(CLI::App* cmd, BackendArgs& args) {
+  cmd->add_option("--backend", args.name, "cpu, cuda, or auto (cuda when available)")->capture_default_str();
+  cmd->add_option("--threads", args.threads, "CPU threads (0 = every available core)")->capture_default_str();
+  cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+}
+
+std::unique_ptr<Backend> make_backend(const BackendArgs& args) {
+  set_thread_count(args.threads);
+  BackendOptions options;
+  options.threads = args.threads;
+  options.device = args.device;
+  if (args.name != "auto") {
+    options.name = args.name;
+    return create_backend(options);
+  }
+  const auto built = available_backends();
+  if (std::find(built.begin(), built.end(), "cuda") != built.end()) {
+    options.name = "cuda";
+    try {
+      return create_backend(options);
+    } catch (const Error&) {
+      // no usable device: fall back to the CPU
+    }
+  }
+  options.name = "cpu";
+  return create_backend(options);
+}
+
+}  // namespace ct::cli

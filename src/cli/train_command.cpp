@@ -1,0 +1,105 @@
+// clocktrain train RECIPE: one training run against the clock (docs/train.md).
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+
+#include "cli/commands.h"
+#include "train/recipe.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+namespace ct::cli {
+
+namespace {
+
+struct TrainArgs {
+  std::string recipe;
+  double budget = 0;
+  int64_t steps = 0;
+  int64_t seed = -1;
+  int threads = -1;
+  int64_t micro_batch_rows = 0;
+  int64_t stop_after_steps = 0;
+  std::string data = "runs/data";
+  std::string out;
+  std::string resume;
+  bool no_progress = false;
+};
+
+std::string timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
+  check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
+  TrainOptions options;
+  options.recipe = load_recipe(a.recipe);
+  Recipe& r = options.recipe;
+  if (budget_given) {
+    r.run_by = "budget";
+    r.budget_seconds = a.budget;
+  }
+  if (steps_given) {
+    r.run_by = "steps";
+    r.steps = a.steps;
+  }
+  if (a.seed >= 0) r.seed = static_cast<uint64_t>(a.seed);
+  if (a.threads >= 0) r.threads = a.threads;
+  if (a.micro_batch_rows > 0) r.micro_batch_rows = a.micro_batch_rows;
+  r.validate(a.recipe + " (with command-line overrides)");
+
+  options.data_dir = a.data;
+  options.resume_dir = a.resume;
+  if (!a.out.empty()) {
+    options.out_dir = a.out;
+  } else if (!a.resume.empty()) {
+    options.out_dir = std::filesystem::path(a.resume).lexically_normal().parent_path();  // runs/X/checkpoint -> runs/X
+    if (options.out_dir.empty()) options.out_dir = ".";
+  } else {
+    options.out_dir = std::filesystem::path("runs") / (r.name + "-" + timestamp());
+  }
+  options.progress_line = !a.no_progress;
+  options.stop_after_steps = a.stop_after_steps;
+
+  std::printf("clocktrain train: recipe %s (%s), %s, out %s\n", r.name.c_str(), recipe_hash(r).substr(0, 12).c_str(),
+              r.timed() ? str("budget ", r.budget_seconds, " s").c_str() : str(r.steps, " steps").c_str(),
+              options.out_dir.string().c_str());
+  std::fflush(stdout);
+  const TrainResult result = train(options);
+  std::printf("%s: %lld steps, %lld tokens, training clock %.1f s (startup %.1f s), final loss %.4f%s\n",
+              result.stop_reason.c_str(), static_cast<long long>(result.steps), static_cast<long long>(result.tokens),
+              result.train_clock_seconds, result.startup_seconds, result.final_loss,
+              result.last_eval_loss >= 0 ? str(", held-out loss ", result.last_eval_loss).c_str() : "");
+  if (!result.checkpoint_dir.empty()) std::printf("checkpoint: %s\n", result.checkpoint_dir.string().c_str());
+  std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
+  check(result.ok(), "train: ", result.error);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  auto* cmd = app.add_subcommand("train", "Train a model from a recipe against the training clock (docs/train.md)");
+  cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
+  auto* budget = cmd->add_option("--budget", args->budget, "Timed run: training-clock budget in seconds");
+  auto* steps = cmd->add_option("--steps", args->steps, "Run by steps: this many optimizer steps");
+  cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)");
+  cmd->add_option("--threads", args->threads, "CPU threads, 0 = every core (recipe: backend.threads)");
+  cmd->add_option("--micro-batch-rows", args->micro_batch_rows, "Rows per micro-batch (recipe: batch.micro_batch_rows)");
+  cmd->add_option("--data", args->data,
+                  "Prepared data folder, made by `clocktrain data prepare --out DIR` (default runs/data)");
+  cmd->add_option("--out", args->out, "Run folder (default runs/<recipe>-<UTC time>; with --resume, the checkpoint's run)");
+  cmd->add_option("--resume", args->resume, "Continue the run of this checkpoint folder (e.g. runs/X/checkpoint)");
+  cmd->add_option("--stop-after-steps", args->stop_after_steps,
+                  "Stop after this many steps of this session and save a resumable checkpoint");
+  cmd->add_flag("--no-progress", args->no_progress, "No status line on the terminal");
+  cmd->callback([args, budget, steps] { run_train(*args, budget->count() > 0, steps->count() > 0); });
+}
+
+}  // namespace ct::cli

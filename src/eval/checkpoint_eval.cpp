@@ -1,0 +1,66 @@
+#include "eval/checkpoint_eval.h"
+
+#include "data/corpus_reader.h"
+#include "data/text_encoder.h"
+#include "eval/gpt_adapters.h"
+#include "model/checkpoint.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace ct {
+
+EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::path& dir, ReadGuard* guard) {
+  check(std::filesystem::is_directory(dir), dir.string(), ": not a checkpoint folder");
+  if (guard)
+    for (const char* name : {"tokenizer.tiktoken", "tokenizer.json", kModelConfigFile, kModelWeightsFile})
+      guard->admit(dir / name);
+  EvalCheckpoint c;
+  c.dir = dir;
+  c.tokenizer = Tokenizer::load(dir);
+  c.model = load_model(backend, dir);
+  c.weights_sha256 = sha256_file(dir / kModelWeightsFile);
+  check(c.model->config().vocab_size == c.tokenizer.vocab_size(), (dir / kModelConfigFile).string(),
+        ": field 'vocab_size' is ", c.model->config().vocab_size, " but the tokenizer beside it has ",
+        c.tokenizer.vocab_size(), " tokens");
+  return c;
+}
+
+BpbResult evaluate_checkpoint_bpb(EvalCheckpoint& checkpoint, const std::filesystem::path& val_dir,
+                                  const BpbOptions& options, int64_t batch_tokens,
+                                  ReadGuard* guard) {
+  auto encoder = tokenizer_encoder(checkpoint.tokenizer);
+  if (guard)
+    for (const auto& f : list_corpus_files(val_dir)) guard->admit(f);
+  const auto stream = tokenize_documents(read_documents(val_dir), *encoder);
+  GptSequenceScorer scorer(*checkpoint.model, batch_tokens);
+  BpbOptions opt = options;
+  const int64_t T = opt.sequence_len > 0 ? opt.sequence_len : checkpoint.model->config().sequence_len;
+  opt.rows_per_call = std::max<int64_t>(1, batch_tokens / T);
+  return evaluate_bpb(stream, checkpoint.tokenizer.token_bytes(), scorer, opt);
+}
+
+void allow_evaluator_reads(ReadGuard& guard, const std::vector<std::filesystem::path>& roots) {
+  for (const auto& root : roots) guard.allow(root);
+}
+
+OrderedJson bpb_result_json(const BpbResult& r) {
+  OrderedJson j;
+  j["val_bpb"] = r.bpb;
+  j["nats"] = r.nats;
+  j["bytes"] = r.bytes;
+  j["targets"] = r.targets;
+  j["counted_targets"] = r.counted_targets;
+  j["rows"] = r.rows;
+  j["sequence_len"] = r.sequence_len;
+  j["seconds"] = r.seconds;
+  return j;
+}
+
+CoreResult evaluate_checkpoint_core(EvalCheckpoint& checkpoint, const std::filesystem::path& bundle_dir,
+                                    const CoreOptions& options) {
+  auto encoder = tokenizer_encoder(checkpoint.tokenizer);
+  GptSequenceScorer scorer(*checkpoint.model, options.batch_tokens);
+  return evaluate_core(load_core_bundle(bundle_dir, options.read_guard), *encoder, scorer, options);
+}
+
+}  // namespace ct

@@ -1,0 +1,66 @@
+#include "model/checkpoint.h"
+
+#include <set>
+#include <vector>
+
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/json.h"
+
+namespace ct {
+
+namespace {
+std::vector<int64_t> dims_of(const Shape& shape) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < shape.ndim; ++i) dims.push_back(shape[i]);
+  return dims;
+}
+}  // namespace
+
+void save_model(GPT& model, const std::filesystem::path& dir, const std::map<std::string, std::string>& metadata) {
+  ensure_directory(dir);
+  std::vector<std::vector<float>> host(model.parameters().size());
+  SafetensorsWriter writer;
+  for (size_t i = 0; i < model.parameters().size(); ++i) {
+    Parameter& p = model.parameters()[i];
+    host[i].resize(static_cast<size_t>(p.spec.shape.numel()));
+    model.backend().download(host[i].data(), DType::f32, p.value);
+    writer.add(p.spec.name, "F32", dims_of(p.spec.shape), host[i].data());
+  }
+  writer.set_metadata("format", "clocktrain-model/1");
+  for (const auto& [k, v] : metadata) writer.set_metadata(k, v);
+  writer.write(dir / kModelWeightsFile);
+  write_file_atomic(dir / kModelConfigFile, to_json(model.config()).dump(2) + "\n");
+}
+
+ModelConfig load_model_config(const std::filesystem::path& dir) {
+  const auto path = dir / kModelConfigFile;
+  return model_config_from_json(read_json_file(path), path.string());
+}
+
+void load_model_weights(GPT& model, const std::filesystem::path& safetensors_path) {
+  SafetensorsFile file(safetensors_path);
+  std::set<std::string> expected;
+  for (const Parameter& p : model.parameters()) expected.insert(p.spec.name);
+  for (const SafetensorsEntry& e : file.entries())
+    check(expected.count(e.name) == 1, safetensors_path.string(), ": unexpected tensor '", e.name,
+          "' (not a parameter of this model's config)");
+  // Validate every entry before reading any data.
+  for (const Parameter& p : model.parameters()) file.expect(p.spec.name, "F32", dims_of(p.spec.shape));
+  std::vector<float> host;
+  for (Parameter& p : model.parameters()) {
+    const SafetensorsEntry& e = *file.find(p.spec.name);
+    host.resize(static_cast<size_t>(e.numel()));
+    file.read(e, host.data());
+    model.backend().upload(p.value, host.data(), DType::f32);
+  }
+}
+
+std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype) {
+  auto model = std::make_unique<GPT>(backend, load_model_config(dir), dtype);
+  load_model_weights(*model, dir / kModelWeightsFile);
+  return model;
+}
+
+}  // namespace ct

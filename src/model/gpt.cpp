@@ -1,0 +1,247 @@
+// The GPT's training forward and backward (model.md), one backend op per line, with each op's math
+// in backend.h. Shapes: N = B*T positions, C = n_embd, H / Hkv heads of D = head_dim, F = mlp hidden,
+// V = vocab_size (the head's rows past V are padding and never used).
+#include "model/gpt.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/activations.h"
+#include "util/error.h"
+
+namespace ct {
+
+GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
+    : backend_(&backend), config_(config), dtype_(dtype) {
+  config_.validate("model config");
+  check(dtype == DType::f32 || dtype == DType::f64, "GPT: compute dtype must be f32 or f64, got ", dtype_name(dtype));
+  for (ParameterSpec& spec : parameter_specs(config_)) {
+    Parameter p;
+    p.spec = std::move(spec);
+    p.value = Buffer(backend, p.spec.shape, dtype);
+    p.grad = Buffer(backend, p.spec.shape, dtype);
+    params_.push_back(std::move(p));
+  }
+  layers_.resize(static_cast<size_t>(config_.n_layer));
+  for (Parameter& p : params_) {
+    const std::string& n = p.spec.name;
+    if (n == "transformer.wte.weight") {
+      wte_ = &p;
+    } else if (n == "lm_head.weight") {
+      lm_head_ = &p;
+    } else {
+      // transformer.h.{i}.{attn.c_q|attn.c_k|attn.c_v|attn.c_proj|mlp.c_fc|mlp.c_proj}.weight
+      const size_t dot = n.find('.', 14);
+      LayerParams& l = layers_[std::stoul(n.substr(14, dot - 14))];
+      const std::string part = n.substr(dot + 1);
+      if (part == "attn.c_q.weight") l.c_q = &p;
+      else if (part == "attn.c_k.weight") l.c_k = &p;
+      else if (part == "attn.c_v.weight") l.c_v = &p;
+      else if (part == "attn.c_proj.weight") l.attn_proj = &p;
+      else if (part == "mlp.c_fc.weight") l.c_fc = &p;
+      else if (part == "mlp.c_proj.weight") l.mlp_proj = &p;
+      else fail("GPT: unexpected parameter ", n);
+    }
+  }
+  ensure_rope_tables(config_.sequence_len);
+}
+
+GPT::~GPT() = default;
+
+void GPT::initialize(uint64_t seed) { initialize_parameters(*backend_, params_, seed); }
+
+Parameter& GPT::parameter(const std::string& name) {
+  for (Parameter& p : params_)
+    if (p.spec.name == name) return p;
+  fail("model: no parameter named '", name, "'");
+}
+
+int64_t GPT::parameter_count() const {
+  int64_t n = 0;
+  for (const Parameter& p : params_) n += p.spec.shape.numel();
+  return n;
+}
+
+void GPT::zero_grad() {
+  for (Parameter& p : params_) backend_->fill(p.grad, 0.0);
+}
+
+Tensor GPT::head_weight() const { return lm_head_->value.tensor().rows(0, config_.vocab_size); }
+
+// cos/sin[t, j] = cos/sin(t * base^(-2j/D)) for j < D/2, computed in double and rounded once.
+void GPT::ensure_rope_tables(int64_t positions) {
+  if (positions <= rope_positions_) return;
+  const int64_t P = std::max(positions, 2 * rope_positions_), half = config_.head_dim() / 2;
+  std::vector<double> cos_host(static_cast<size_t>(P * half)), sin_host(cos_host.size());
+  for (int64_t t = 0; t < P; ++t)
+    for (int64_t j = 0; j < half; ++j) {
+      const double inv_freq = std::pow(config_.rope_base, -2.0 * static_cast<double>(j) / config_.head_dim());
+      const double angle = static_cast<double>(t) * inv_freq;
+      cos_host[static_cast<size_t>(t * half + j)] = std::cos(angle);
+      sin_host[static_cast<size_t>(t * half + j)] = std::sin(angle);
+    }
+  rope_cos_ = Buffer(*backend_, {P, half}, dtype_);
+  rope_sin_ = Buffer(*backend_, {P, half}, dtype_);
+  backend_->upload(rope_cos_, cos_host.data(), DType::f64);
+  backend_->upload(rope_sin_, sin_host.data(), DType::f64);
+  rope_positions_ = P;
+}
+
+// ---- forward ------------------------------------------------------------------------------------
+
+void GPT::forward_trunk(Activations& acts, int64_t B, int64_t T) {
+  const int64_t N = B * T, C = config_.n_embd;
+  Backend& be = *backend_;
+  ensure_rope_tables(T);
+  // x = rmsnorm(wte[idx])
+  be.embedding_forward(view(acts.embedded, {N, C}), view(acts.tokens, {N}), wte_->value);
+  be.rmsnorm_forward(view(acts.resid0, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
+  be.copy(view(acts.resid, {N, C}), view(acts.resid0, {N, C}));
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    if (config_.has_attention(l)) attention_forward(acts, l, B, T);
+    mlp_forward(acts, l, N);
+  }
+  be.rmsnorm_forward(view(acts.xf, {N, C}), view(acts.rstd_f, {N}), view(acts.resid, {N, C}), kNormEps);
+}
+
+// x += Wo attention(ropenorm(ln1 Wq^T), ropenorm(ln1 Wk^T), ln1 Wv^T) with ln1 = rmsnorm(x)
+void GPT::attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T) {
+  const int64_t N = B * T, C = config_.n_embd, H = config_.n_head, Hkv = config_.n_kv_head, D = config_.head_dim();
+  Backend& be = *backend_;
+  LayerActivations& a = acts.layer(layer);
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  const Tensor x = view(acts.resid, {N, C}), ln1 = view(a.ln1, {N, C});
+  be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
+  be.gemm(ln1, p.c_q->value, view(acts.q_raw, {N, H * D}), false, true);
+  be.gemm(ln1, p.c_k->value, view(acts.k_raw, {N, Hkv * D}), false, true);
+  be.gemm(ln1, p.c_v->value, view(a.v, {N, Hkv * D}), false, true);
+  be.rope_qknorm_forward(view(a.q, {B, T, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, T, H, D}),
+                         rope_cos_, rope_sin_, 0, kNormEps);
+  be.rope_qknorm_forward(view(a.k, {B, T, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, T, Hkv, D}),
+                         rope_cos_, rope_sin_, 0, kNormEps);
+  be.attention_forward(view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}), view(a.q, {B, T, H, D}),
+                       view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}), 1.0 / std::sqrt(static_cast<double>(D)));
+  be.gemm(view(a.att, {N, H * D}), p.attn_proj->value, x, false, true, 1.0, 1.0);
+}
+
+// x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x)
+void GPT::mlp_forward(Activations& acts, int64_t layer, int64_t N) {
+  const int64_t C = config_.n_embd, F = config_.mlp_hidden();
+  Backend& be = *backend_;
+  LayerActivations& a = acts.layer(layer);
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  const Tensor x = view(acts.resid, {N, C}), ln2 = view(a.ln2, {N, C});
+  be.rmsnorm_forward(ln2, view(a.rstd2, {N}), x, kNormEps);
+  be.gemm(ln2, p.c_fc->value, view(a.fc, {N, F}), false, true);
+  be.relu2_forward(view(a.act, {N, F}), view(a.fc, {N, F}));
+  be.gemm(view(a.act, {N, F}), p.mlp_proj->value, x, false, true, 1.0, 1.0);
+}
+
+double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
+  check(B > 0 && T > 0, "GPT::forward: expected B, T > 0, got ", B, ", ", T);
+  const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
+  if (!train_acts_) train_acts_ = std::make_unique<Activations>();
+  Activations& acts = *train_acts_;
+  acts.ensure(*backend_, config_, dtype_, N, /*per_layer=*/true, /*backward=*/true);
+  Backend& be = *backend_;
+  be.upload(view(acts.tokens, {N}), inputs, DType::i32);
+  be.upload(view(acts.targets, {N}), targets, DType::i32);
+  forward_trunk(acts, B, T);
+  // logits = xf lm_head[:V]^T; losses = softcapped cross-entropy
+  be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
+  be.softcap_cross_entropy_forward(view(acts.losses, {N}), Tensor{}, view(acts.logits, {N, V}), view(acts.targets, {N}),
+                                   config_.softcap);
+  last_valid_targets_ = std::count_if(targets, targets + N, [](int32_t t) { return t >= 0; });
+  last_B_ = B;
+  last_T_ = T;
+  backward_ready_ = true;
+  const double total = be.sum(view(acts.losses, {N}));
+  return last_valid_targets_ > 0 ? total / static_cast<double>(last_valid_targets_) : 0.0;
+}
+
+void GPT::last_losses(float* out) {
+  check(train_acts_ && last_B_ > 0, "GPT::last_losses: no forward pass yet");
+  backend_->download(out, DType::f32, view(train_acts_->losses, {last_B_ * last_T_}));
+}
+
+// ---- backward -----------------------------------------------------------------------------------
+
+void GPT::backward(double loss_scale) {
+  check(backward_ready_, "GPT::backward: needs a forward() first (each forward supports one backward)");
+  backward_ready_ = false;
+  Activations& acts = *train_acts_;
+  const int64_t B = last_B_, T = last_T_, N = B * T, C = config_.n_embd, V = config_.vocab_size;
+  Backend& be = *backend_;
+  // d loss / d logits of the mean over valid targets, written over the logits.
+  const double scale = last_valid_targets_ > 0 ? loss_scale / static_cast<double>(last_valid_targets_) : 0.0;
+  const Tensor dlogits = view(acts.logits, {N, V});
+  be.softcap_cross_entropy_backward(dlogits, dlogits, view(acts.targets, {N}), config_.softcap, scale);
+  // lm_head: dW[:V] += dlogits^T xf;  d xf = dlogits W[:V]
+  be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, 1.0, 1.0);
+  const Tensor dxf = view(acts.d_width, {N, C});
+  be.gemm(dlogits, head_weight(), dxf, false, false);
+  const Tensor d_resid = view(acts.d_resid, {N, C});
+  be.fill(d_resid, 0.0);
+  be.rmsnorm_backward(d_resid, dxf, view(acts.xf, {N, C}), view(acts.rstd_f, {N}));
+  for (int64_t l = config_.n_layer - 1; l >= 0; --l) {
+    mlp_backward(l, N);
+    if (config_.has_attention(l)) attention_backward(l, B, T);
+  }
+  // through the first rmsnorm into the embedding rows
+  const Tensor d_embedded = view(acts.embedded, {N, C});
+  be.fill(d_embedded, 0.0);
+  be.rmsnorm_backward(d_embedded, d_resid, view(acts.resid0, {N, C}), view(acts.rstd0, {N}));
+  be.embedding_backward(wte_->grad, d_embedded, view(acts.tokens, {N}));
+}
+
+// d_resid holds d loss / d(x after the MLP); adds the branch's contribution to d(x before it).
+void GPT::mlp_backward(int64_t layer, int64_t N) {
+  const int64_t C = config_.n_embd, F = config_.mlp_hidden();
+  Backend& be = *backend_;
+  Activations& acts = *train_acts_;
+  LayerActivations& a = acts.layer(layer);
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  const Tensor dy = view(acts.d_resid, {N, C}), act = view(a.act, {N, F}), ln2 = view(a.ln2, {N, C});
+  const Tensor d_act = view(acts.d_hidden, {N, F});
+  be.gemm(dy, p.mlp_proj->value, d_act, false, false);          // d act = dy W2
+  be.gemm(dy, act, p.mlp_proj->grad, true, false, 1.0, 1.0);    // dW2 += dy^T act
+  const Tensor d_fc = act;                                       // act is spent: reuse it for d fc
+  be.relu2_backward(d_fc, d_act, view(a.fc, {N, F}));            // d fc = d act * 2 relu(fc)
+  be.gemm(d_fc, ln2, p.c_fc->grad, true, false, 1.0, 1.0);       // dW1 += d fc^T ln2
+  const Tensor d_ln2 = view(acts.d_width, {N, C});
+  be.gemm(d_fc, p.c_fc->value, d_ln2, false, false);             // d ln2 = d fc W1
+  be.rmsnorm_backward(dy, d_ln2, ln2, view(a.rstd2, {N}));       // residual: dx = dy + norm'(d ln2)
+}
+
+void GPT::attention_backward(int64_t layer, int64_t B, int64_t T) {
+  const int64_t N = B * T, C = config_.n_embd, H = config_.n_head, Hkv = config_.n_kv_head, D = config_.head_dim();
+  Backend& be = *backend_;
+  Activations& acts = *train_acts_;
+  LayerActivations& a = acts.layer(layer);
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  const Tensor dy = view(acts.d_resid, {N, C}), ln1 = view(a.ln1, {N, C});
+  const Tensor d_att = view(acts.d_width, {N, H * D});
+  be.gemm(dy, p.attn_proj->value, d_att, false, false);                       // d att = dy Wo
+  be.gemm(dy, view(a.att, {N, H * D}), p.attn_proj->grad, true, false, 1.0, 1.0);  // dWo += dy^T att
+  be.attention_backward(view(acts.dq, {B, T, H, D}), view(acts.dk, {B, T, Hkv, D}), view(acts.dv, {B, T, Hkv, D}),
+                        view(acts.d_width, {B, T, H, D}), view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}),
+                        view(a.q, {B, T, H, D}), view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}),
+                        1.0 / std::sqrt(static_cast<double>(D)));
+  // back through QK norm and rotary into the projections' outputs (q_raw / k_raw are free now)
+  const Tensor dq_raw = view(acts.q_raw, {N, H * D}), dk_raw = view(acts.k_raw, {N, Hkv * D});
+  const Tensor dv = view(acts.dv, {N, Hkv * D});
+  be.rope_qknorm_backward(view(acts.q_raw, {B, T, H, D}), view(acts.dq, {B, T, H, D}), view(a.q, {B, T, H, D}),
+                          view(a.rstd_q, {N * H}), rope_cos_, rope_sin_, 0);
+  be.rope_qknorm_backward(view(acts.k_raw, {B, T, Hkv, D}), view(acts.dk, {B, T, Hkv, D}), view(a.k, {B, T, Hkv, D}),
+                          view(a.rstd_k, {N * Hkv}), rope_cos_, rope_sin_, 0);
+  be.gemm(dq_raw, ln1, p.c_q->grad, true, false, 1.0, 1.0);  // dWq += dq^T ln1
+  be.gemm(dk_raw, ln1, p.c_k->grad, true, false, 1.0, 1.0);
+  be.gemm(dv, ln1, p.c_v->grad, true, false, 1.0, 1.0);
+  const Tensor d_ln1 = view(acts.d_width, {N, C});          // d att is spent
+  be.gemm(dq_raw, p.c_q->value, d_ln1, false, false);         // d ln1 = dq Wq + dk Wk + dv Wv
+  be.gemm(dk_raw, p.c_k->value, d_ln1, false, false, 1.0, 1.0);
+  be.gemm(dv, p.c_v->value, d_ln1, false, false, 1.0, 1.0);
+  be.rmsnorm_backward(dy, d_ln1, ln1, view(a.rstd1, {N}));
+}
+
+}  // namespace ct

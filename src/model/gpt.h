@@ -1,0 +1,127 @@
+#pragma once
+// The GPT of model.md, written once as explicit forward and backward passes over backend ops.
+//
+// Three ways to run it:
+// - training:   loss = forward(inputs, targets, B, T); backward(scale) adds scale * d loss / d params
+//               to every parameter's grad (so micro-batches accumulate; zero_grad() starts a step);
+// - evaluation: evaluate(...) gives per-position losses (and optionally the argmax token) of a batch
+//               without keeping anything for a backward pass;
+// - inference:  forward_incremental(...) runs new tokens against a KVCache and returns the softcapped
+//               logits of each row's last position, for sampling.
+//
+// Activations are allocated on first use for the largest batch seen and reused by later calls.
+// Every tensor (parameters, gradients, activations) has the model's compute dtype: f32 normally,
+// f64 for the gradient tests (the CPU backend runs both).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/parameters.h"
+
+namespace ct {
+
+struct Activations;  // model/activations.h
+class KVCache;       // below
+
+class GPT {
+ public:
+  GPT(Backend& backend, const ModelConfig& config, DType dtype = DType::f32);
+  ~GPT();
+  GPT(const GPT&) = delete;
+  GPT& operator=(const GPT&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return *backend_; }
+  DType dtype() const { return dtype_; }
+
+  // ---- parameters -------------------------------------------------------------------------------
+  // Seeded initialisation of model.md (init_rng.h): same seed, same weights, any thread count.
+  void initialize(uint64_t seed);
+  std::vector<Parameter>& parameters() { return params_; }
+  const std::vector<Parameter>& parameters() const { return params_; }
+  Parameter& parameter(const std::string& name);  // error naming the parameter when absent
+  int64_t parameter_count() const;
+  void zero_grad();
+
+  // ---- training ---------------------------------------------------------------------------------
+  // inputs, targets: host arrays of B*T token ids (row-major [B, T]); a negative target is ignored.
+  // Returns the mean loss over targets >= 0 (0 when there are none) and keeps what backward needs.
+  double forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
+  // grads += loss_scale * d(mean loss of the last forward) / d(params). For gradient accumulation over
+  // k micro-batches pass 1/k (nanochat's loss / grad_accum_steps).
+  void backward(double loss_scale = 1.0);
+  // Per-position losses of the last forward() (host, f32, B*T values; 0 where targets < 0).
+  void last_losses(float* out);
+
+  // ---- evaluation -------------------------------------------------------------------------------
+  // losses_out: B*T floats, the cross-entropy of each position (0 where target < 0);
+  // argmax_out: B*T token ids of the largest softcapped logit (first on ties), or nullptr.
+  void evaluate(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, float* losses_out,
+                int32_t* argmax_out = nullptr);
+
+  // ---- inference --------------------------------------------------------------------------------
+  // tokens: B*Tn ids (row-major [B, Tn]) at positions cache.position() .. + Tn - 1 of every row.
+  // last_logits_out: B * vocab_size floats, the softcapped logits of each row's last new position.
+  // Advances cache.position() by Tn.
+  void forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCache& cache, float* last_logits_out);
+
+ private:
+  struct LayerParams {
+    Parameter* c_q = nullptr;
+    Parameter* c_k = nullptr;
+    Parameter* c_v = nullptr;
+    Parameter* attn_proj = nullptr;
+    Parameter* c_fc = nullptr;
+    Parameter* mlp_proj = nullptr;
+  };
+
+  void ensure_rope_tables(int64_t positions);
+  // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
+  // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
+  void forward_trunk(Activations& acts, int64_t B, int64_t T);
+  void attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T);
+  void mlp_forward(Activations& acts, int64_t layer, int64_t N);
+  void attention_backward(int64_t layer, int64_t B, int64_t T);
+  void mlp_backward(int64_t layer, int64_t N);
+  Tensor head_weight() const;  // lm_head rows [0, vocab_size)
+
+  Backend* backend_;
+  ModelConfig config_;
+  DType dtype_;
+  std::vector<Parameter> params_;
+  std::vector<LayerParams> layers_;
+  Parameter* wte_ = nullptr;
+  Parameter* lm_head_ = nullptr;
+
+  Buffer rope_cos_, rope_sin_;  // [rope_positions_, head_dim/2]
+  int64_t rope_positions_ = 0;
+
+  std::unique_ptr<Activations> train_acts_;  // every layer's activations, for backward
+  std::unique_ptr<Activations> eval_acts_;   // one layer's worth, reused by every layer
+  int64_t last_B_ = 0, last_T_ = 0;
+  int64_t last_valid_targets_ = 0;
+  bool backward_ready_ = false;
+
+  friend class KVCache;
+};
+
+// Keys and values of every attention layer for B rows of up to max_positions tokens.
+class KVCache {
+ public:
+  KVCache(GPT& model, int64_t batch_rows, int64_t max_positions);
+  int64_t position() const { return position_; }
+  int64_t batch_rows() const { return batch_rows_; }
+  int64_t max_positions() const { return max_positions_; }
+  void reset() { position_ = 0; }
+
+ private:
+  friend class GPT;
+  int64_t batch_rows_, max_positions_;
+  int64_t position_ = 0;
+  std::vector<Buffer> keys_, values_;  // per layer (empty for MLP-only layers): [B, max_positions, Hkv*D]
+};
+
+}  // namespace ct

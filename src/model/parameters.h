@@ -1,0 +1,49 @@
+#pragma once
+// The GPT's parameters: nanochat's names and shapes ([out, in]), which optimizer group each joins,
+// and the seeded initialisation of model.md.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace ct {
+
+// Which optimizer takes the parameter (model.md): Muon for the layers' matrices, AdamW for the
+// embedding table and the head (each with its own learning rate).
+enum class ParamGroup : uint8_t { matrix, embedding, lm_head };
+const char* param_group_name(ParamGroup group);
+
+// How the parameter starts (model.md "Initialisation").
+enum class ParamInit : uint8_t {
+  unit_normal,    // N(0, 1): wte
+  zero,           // lm_head and every output projection (attn c_proj, mlp c_proj)
+  fan_in_normal,  // N(0, std), std = 1/sqrt(fan_in) * min(1, sqrt(fan_out / fan_in))
+};
+
+struct ParameterSpec {
+  std::string name;  // e.g. "transformer.h.3.attn.c_q.weight"
+  Shape shape;       // [out, in] for matrices, [padded_vocab, n_embd] for wte
+  ParamGroup group;
+  ParamInit init;
+};
+
+// Every parameter in nanochat's state_dict order: wte, then per layer c_q, c_k, c_v, c_proj (when the
+// layer has attention), mlp c_fc, mlp c_proj, then lm_head.
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
+
+// The standard deviation the spec's init rule draws from (0 for zero init).
+double init_std(const ParameterSpec& spec);
+
+// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype.
+struct Parameter {
+  ParameterSpec spec;
+  Buffer value;
+  Buffer grad;
+};
+
+// Fills every value from `seed` (init_rng.h's counter-based normals, thread-count independent).
+void initialize_parameters(Backend& backend, std::vector<Parameter>& params, uint64_t seed);
+
+}  // namespace ct

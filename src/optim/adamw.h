@@ -1,0 +1,35 @@
+#pragma once
+// AdamW (model.md) with bias correction, each parameter with its own base learning rate:
+//   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+//   p -= lr * lr_factor * (wd p + (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/parameters.h"
+#include "optim/config.h"
+
+namespace ct {
+
+class AdamW {
+ public:
+  struct Group {
+    Parameter* param;
+    double lr;  // before the schedule's factor
+  };
+  AdamW(Backend& backend, std::vector<Group> groups, const OptimizerConfig& config);
+  // One update; step is 1-based (the bias correction's t).
+  void step(double lr_factor, int64_t step);
+  const std::vector<Group>& groups() const { return groups_; }
+  // "adamw.exp_avg/<name>" and "adamw.exp_avg_sq/<name>" for checkpoints.
+  std::vector<std::pair<std::string, const Buffer*>> state() const;
+
+ private:
+  Backend* backend_;
+  std::vector<Group> groups_;
+  OptimizerConfig config_;
+  std::vector<Buffer> exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace ct

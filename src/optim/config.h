@@ -1,0 +1,35 @@
+#pragma once
+// The optimizer's and the schedule's fields (model.md "Optimizer" and "Schedule"); every default is
+// the baseline's, and every field is a recipe field ([optimizer] and [schedule] in recipes/*.toml).
+#include <cstdint>
+
+namespace ct {
+
+struct OptimizerConfig {
+  // Muon: every 2-D matrix inside the layers.
+  double matrix_lr = 0.02;
+  double muon_momentum = 0.95;              // after the warm-up
+  double muon_momentum_start = 0.85;        // at step 0, linear to muon_momentum over the warm-up
+  int64_t muon_momentum_warmup_steps = 300;
+  int muon_ns_steps = 5;                    // Newton-Schulz iterations
+  double muon_ns_a = 3.4445, muon_ns_b = -4.7750, muon_ns_c = 2.0315;
+  // AdamW: the embedding table and the head. Learning rates are multiplied by
+  // (n_embd / adamw_lr_reference_width)^-0.5 (tuned at width 768).
+  double embedding_lr = 0.2;
+  double unembedding_lr = 0.004;
+  double adamw_lr_reference_width = 768.0;
+  double adam_beta1 = 0.8, adam_beta2 = 0.95, adam_eps = 1e-10;
+  double weight_decay = 0.0;
+  // Global gradient-norm clipping before either step (0 disables it).
+  double grad_clip = 1.0;
+};
+
+// Learning-rate factor f(progress) for progress in [0, 1]: linear warm-up from 0 over the first
+// warmup_fraction, 1 until 1 - warmdown_fraction, then linear to final_lr_fraction at 1.
+struct ScheduleConfig {
+  double warmup_fraction = 0.0;
+  double warmdown_fraction = 0.2;
+  double final_lr_fraction = 0.0;
+};
+
+}  // namespace ct

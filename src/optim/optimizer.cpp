@@ -1,0 +1,76 @@
+#include "optim/optimizer.h"
+
+#include <cmath>
+
+#include "optim/schedule.h"
+#include "util/error.h"
+
+namespace ct {
+
+namespace {
+std::vector<Parameter*> matrices_of(GPT& model) {
+  std::vector<Parameter*> out;
+  for (Parameter& p : model.parameters())
+    if (p.spec.group == ParamGroup::matrix) out.push_back(&p);
+  return out;
+}
+
+std::vector<AdamW::Group> adam_groups_of(GPT& model, const OptimizerConfig& c) {
+  check(c.adamw_lr_reference_width > 0, "optimizer: adamw_lr_reference_width must be positive");
+  // AdamW learning rates scale as 1/sqrt(width), tuned at the reference width (nanochat).
+  const double width_scale = std::pow(static_cast<double>(model.config().n_embd) / c.adamw_lr_reference_width, -0.5);
+  std::vector<AdamW::Group> out;
+  for (Parameter& p : model.parameters()) {
+    if (p.spec.group == ParamGroup::embedding) out.push_back({&p, c.embedding_lr * width_scale});
+    if (p.spec.group == ParamGroup::lm_head) out.push_back({&p, c.unembedding_lr * width_scale});
+  }
+  return out;
+}
+}  // namespace
+
+Optimizer::Optimizer(GPT& model, const OptimizerConfig& config)
+    : model_(&model),
+      config_(config),
+      muon_(model.backend(), matrices_of(model), config),
+      adamw_(model.backend(), adam_groups_of(model, config), config) {}
+
+GradientCheck Optimizer::check_gradients() {
+  GradientCheck result;
+  double total = 0.0;
+  for (Parameter& p : model_->parameters()) {
+    const double sq = model_->backend().sum_squares(p.grad);
+    if (!std::isfinite(sq)) {
+      if (result.first_nonfinite.empty()) result.first_nonfinite = p.spec.name;
+      ++result.nonfinite_tensors;
+    }
+    total += sq;
+  }
+  result.norm = std::sqrt(total);
+  return result;
+}
+
+void Optimizer::step(double lr_factor, double grad_norm) {
+  check(std::isfinite(grad_norm), "optimizer: refusing a step with a non-finite gradient norm");
+  if (config_.grad_clip > 0) {
+    const double coef = config_.grad_clip / (grad_norm + 1e-6);
+    if (coef < 1.0)
+      for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, coef);
+  }
+  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_));
+  adamw_.step(lr_factor, steps_taken_ + 1);
+  ++steps_taken_;
+}
+
+std::vector<std::pair<std::string, const Buffer*>> Optimizer::state() const {
+  auto out = muon_.state();
+  for (auto& s : adamw_.state()) out.push_back(s);
+  return out;
+}
+
+double Optimizer::adamw_lr(const std::string& param_name) const {
+  for (const AdamW::Group& g : adamw_.groups())
+    if (g.param->spec.name == param_name) return g.lr;
+  fail("optimizer: '", param_name, "' is not an AdamW parameter");
+}
+
+}  // namespace ct

@@ -1,0 +1,57 @@
+#pragma once
+// The training optimizer of model.md: Muon for the layers' matrices and AdamW for wte and lm_head,
+// after global gradient-norm clipping. One call per optimizer step:
+//
+//   GradientCheck g = optimizer.check_gradients();   // norm, first non-finite tensor
+//   if (g.finite()) optimizer.step(lr_factor, g.norm);
+//
+// The state (momentum buffers, Adam moments, the step count) can be listed for a checkpoint and
+// restored exactly.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gpt.h"
+#include "optim/adamw.h"
+#include "optim/config.h"
+#include "optim/muon.h"
+
+namespace ct {
+
+struct GradientCheck {
+  double norm = 0.0;               // sqrt of the sum over every gradient element of g^2 (in double)
+  std::string first_nonfinite;     // the first parameter (in model order) whose gradient is NaN/Inf
+  int64_t nonfinite_tensors = 0;   // how many parameters' gradients are
+  bool finite() const { return first_nonfinite.empty(); }
+};
+
+class Optimizer {
+ public:
+  Optimizer(GPT& model, const OptimizerConfig& config);
+
+  // Per-tensor sums of squares of the gradients: their total gives the norm, a non-finite one names
+  // the first bad tensor.
+  GradientCheck check_gradients();
+  // Clips the gradients to config.grad_clip by the global norm (torch's clip_grad_norm_: scale by
+  // clip / (norm + 1e-6) when that is below 1), then one Muon and one AdamW step with the schedule's
+  // lr_factor. Muon's momentum and Adam's bias correction follow steps_taken().
+  void step(double lr_factor, double grad_norm);
+
+  int64_t steps_taken() const { return steps_taken_; }
+  void set_steps_taken(int64_t steps) { steps_taken_ = steps; }
+  const OptimizerConfig& config() const { return config_; }
+  // Every state tensor with a stable name (f32).
+  std::vector<std::pair<std::string, const Buffer*>> state() const;
+  // Learning rate of each AdamW parameter before the schedule's factor (for logs and tests).
+  double adamw_lr(const std::string& param_name) const;
+
+ private:
+  GPT* model_;
+  OptimizerConfig config_;
+  Muon muon_;
+  AdamW adamw_;
+  int64_t steps_taken_ = 0;
+};
+
+}  // namespace ct

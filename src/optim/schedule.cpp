@@ -1,0 +1,21 @@
+#include "optim/schedule.h"
+
+#include <algorithm>
+
+namespace ct {
+
+double lr_factor(const ScheduleConfig& s, double progress) {
+  const double p = std::clamp(progress, 0.0, 1.0);
+  if (s.warmup_fraction > 0 && p < s.warmup_fraction) return p / s.warmup_fraction;
+  if (s.warmdown_fraction <= 0 || p <= 1.0 - s.warmdown_fraction) return 1.0;
+  const double remaining = (1.0 - p) / s.warmdown_fraction;  // 1 at the warmdown's start, 0 at the end
+  return remaining + (1.0 - remaining) * s.final_lr_fraction;
+}
+
+double muon_momentum_at(const OptimizerConfig& c, int64_t steps_taken) {
+  if (c.muon_momentum_warmup_steps <= 0) return c.muon_momentum;
+  const double frac = std::min(1.0, static_cast<double>(steps_taken) / static_cast<double>(c.muon_momentum_warmup_steps));
+  return (1.0 - frac) * c.muon_momentum_start + frac * c.muon_momentum;
+}
+
+}  // namespace ct

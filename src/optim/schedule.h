@@ -1,0 +1,17 @@
+#pragma once
+// Schedules. progress is step / steps in a run by steps, and training-clock seconds / budget in a
+// timed run (harness.md), so the warmdown ends where the run does.
+#include <cstdint>
+
+#include "optim/config.h"
+
+namespace ct {
+
+// The learning-rate factor of ScheduleConfig at `progress` (clamped to [0, 1]).
+double lr_factor(const ScheduleConfig& schedule, double progress);
+
+// Muon's momentum for the optimizer step that follows `steps_taken` earlier steps: linear from
+// muon_momentum_start to muon_momentum over muon_momentum_warmup_steps (nanochat's warm-up).
+double muon_momentum_at(const OptimizerConfig& config, int64_t steps_taken);
+
+}  // namespace ct

@@ -1,0 +1,49 @@
+#pragma once
+// A resumable training checkpoint: the model checkpoint of model/checkpoint.h (model.safetensors,
+// config.json, the tokenizer files) plus training_state.safetensors, which holds every optimizer
+// state tensor (f32) and, in its __metadata__, the step, tokens, training clock, the optimizer's
+// step count, the loader's position (JSON) and the recipe.
+//
+// The folder is written as a whole: every file goes into a temporary sibling folder (each file
+// atomic, fsynced), which then replaces the previous folder by rename. A crash leaves either the
+// previous checkpoint or the new one, never a mix or a half-written file under the final name.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "model/gpt.h"
+#include "optim/optimizer.h"
+#include "util/json.h"
+
+namespace ct {
+
+inline constexpr const char* kTrainingStateFile = "training_state.safetensors";
+
+struct TrainingProgress {
+  int64_t step = 0;                 // optimizer steps completed (including skipped ones)
+  int64_t tokens = 0;               // tokens trained on so far
+  double clock_seconds = 0.0;       // the training clock (harness.md)
+  double startup_seconds = 0.0;     // startup excluded from the clock, summed over resumes
+  int64_t nonfinite_steps = 0;      // steps with a NaN/Inf loss or gradient so far
+};
+
+struct CheckpointContents {
+  TrainingProgress progress;
+  Json loader_state;                // the data loader's position (data/loader.h to_json)
+  Json recipe;                      // the resolved recipe (train/recipe.h to_json)
+  std::string recipe_sha256;
+};
+
+// Writes model + config + tokenizer files (copied from tokenizer_dir, when not empty) + the training
+// state into `dir`, replacing it as a whole.
+void save_training_checkpoint(const std::filesystem::path& dir, GPT& model, const Optimizer& optimizer,
+                              const CheckpointContents& contents, const std::filesystem::path& tokenizer_dir);
+
+// Reads the weights into `model` and the optimizer state into `optimizer` (names, dtypes and shapes
+// checked first), and returns the rest. Errors name the file and the field.
+CheckpointContents load_training_checkpoint(const std::filesystem::path& dir, GPT& model, Optimizer& optimizer);
+
+// Replaces folder `dir` by `staged` (a sibling): rename the old one aside, rename, remove the old.
+void replace_directory(const std::filesystem::path& staged, const std::filesystem::path& dir);
+
+}  // namespace ct

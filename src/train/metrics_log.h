@@ -1,0 +1,30 @@
+#pragma once
+// metrics.jsonl (docs/run-records.md): one JSON object per line, appended and flushed as the run
+// goes, so a crash loses at most the line being written.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+
+#include "util/json.h"
+
+namespace ct {
+
+class MetricsLog {
+ public:
+  // Opens for appending. When keep_through_step >= 0 (a resumed run), lines of steps after it are
+  // dropped first (atomically), so the log continues the checkpoint's run without duplicates.
+  MetricsLog(const std::filesystem::path& path, int64_t keep_through_step = -1);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void write(const OrderedJson& row);
+  void event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace ct

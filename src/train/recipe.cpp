@@ -1,0 +1,274 @@
+#include "train/recipe.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <toml++/toml.h>
+
+#include "util/error.h"
+#include "util/files.h"
+#include "util/sha256.h"
+
+namespace ct {
+
+namespace {
+
+// One field of a TOML table: how to read a node into the recipe.
+using FieldReader = std::function<void(const toml::node&, const std::string& what)>;
+
+std::string where_of(const std::string& file, const toml::node& node, const std::string& field) {
+  const auto line = node.source().begin.line;
+  return line > 0 ? str(file, ":", line, ": field '", field, "'") : str(file, ": field '", field, "'");
+}
+
+FieldReader int_field(int64_t& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<int64_t>();
+    check(v.has_value(), what, ": expected an integer");
+    target = *v;
+  };
+}
+FieldReader seed_field(uint64_t& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<int64_t>();
+    check(v.has_value() && *v >= 0, what, ": expected a non-negative integer");
+    target = static_cast<uint64_t>(*v);
+  };
+}
+FieldReader small_int_field(int& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<int64_t>();
+    check(v.has_value() && *v >= -1000000 && *v <= 1000000, what, ": expected an integer");
+    target = static_cast<int>(*v);
+  };
+}
+FieldReader number_field(double& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    if (auto i = n.value_exact<int64_t>()) {
+      target = static_cast<double>(*i);
+      return;
+    }
+    auto v = n.value_exact<double>();
+    check(v.has_value(), what, ": expected a number");
+    target = *v;
+  };
+}
+FieldReader string_field(std::string& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<std::string>();
+    check(v.has_value(), what, ": expected a string");
+    target = *v;
+  };
+}
+
+// attention_layers = "all" or one boolean per layer.
+FieldReader attention_layers_field(std::vector<bool>& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    if (auto s = n.value_exact<std::string>()) {
+      check(*s == "all", what, ": expected \"all\" or an array of booleans, got \"", *s, "\"");
+      target.clear();
+      return;
+    }
+    const toml::array* a = n.as_array();
+    check(a != nullptr, what, ": expected \"all\" or an array of booleans (one per layer)");
+    target.clear();
+    for (const toml::node& e : *a) {
+      auto b = e.value_exact<bool>();
+      check(b.has_value(), what, ": expected booleans in the array");
+      target.push_back(*b);
+    }
+  };
+}
+
+FieldReader ns_coefficients_field(OptimizerConfig& o) {
+  return [&o](const toml::node& n, const std::string& what) {
+    const toml::array* a = n.as_array();
+    check(a != nullptr && a->size() == 3, what, ": expected 3 numbers [a, b, c]");
+    double* targets[3] = {&o.muon_ns_a, &o.muon_ns_b, &o.muon_ns_c};
+    for (size_t i = 0; i < 3; ++i) number_field(*targets[i])(*a->get(i), what);
+  };
+}
+
+using Schema = std::map<std::string, std::map<std::string, FieldReader>>;
+
+Schema schema_for(Recipe& r) {
+  ModelConfig& m = r.model;
+  OptimizerConfig& o = r.optimizer;
+  return Schema{
+      {"", {{"name", string_field(r.name)}}},
+      {"model",
+       {{"vocab_size", int_field(m.vocab_size)},
+        {"vocab_pad_multiple", int_field(m.vocab_pad_multiple)},
+        {"sequence_len", int_field(m.sequence_len)},
+        {"n_layer", int_field(m.n_layer)},
+        {"n_embd", int_field(m.n_embd)},
+        {"n_head", int_field(m.n_head)},
+        {"n_kv_head", int_field(m.n_kv_head)},
+        {"mlp_ratio", int_field(m.mlp_ratio)},
+        {"attention_layers", attention_layers_field(m.attention_layers)},
+        {"softcap", number_field(m.softcap)},
+        {"rope_base", number_field(m.rope_base)}}},
+      {"batch", {{"tokens_per_step", int_field(r.tokens_per_step)}, {"micro_batch_rows", int_field(r.micro_batch_rows)}}},
+      {"optimizer",
+       {{"matrix_lr", number_field(o.matrix_lr)},
+        {"muon_momentum", number_field(o.muon_momentum)},
+        {"muon_momentum_start", number_field(o.muon_momentum_start)},
+        {"muon_momentum_warmup_steps", int_field(o.muon_momentum_warmup_steps)},
+        {"muon_ns_steps", small_int_field(o.muon_ns_steps)},
+        {"muon_ns_coefficients", ns_coefficients_field(o)},
+        {"embedding_lr", number_field(o.embedding_lr)},
+        {"unembedding_lr", number_field(o.unembedding_lr)},
+        {"adamw_lr_reference_width", number_field(o.adamw_lr_reference_width)},
+        {"adam_beta1", number_field(o.adam_beta1)},
+        {"adam_beta2", number_field(o.adam_beta2)},
+        {"adam_eps", number_field(o.adam_eps)},
+        {"weight_decay", number_field(o.weight_decay)},
+        {"grad_clip", number_field(o.grad_clip)}}},
+      {"schedule",
+       {{"warmup_fraction", number_field(r.schedule.warmup_fraction)},
+        {"warmdown_fraction", number_field(r.schedule.warmdown_fraction)},
+        {"final_lr_fraction", number_field(r.schedule.final_lr_fraction)}}},
+      {"run",
+       {{"run_by", string_field(r.run_by)},
+        {"budget_seconds", number_field(r.budget_seconds)},
+        {"steps", int_field(r.steps)},
+        {"startup_steps", int_field(r.startup_steps)},
+        {"startup_cap_seconds", number_field(r.startup_cap_seconds)},
+        {"seed", seed_field(r.seed)},
+        {"nan_policy", string_field(r.nan_policy)}}},
+      {"eval",
+       {{"every_steps", int_field(r.eval_every_steps)},
+        {"every_seconds", number_field(r.eval_every_seconds)},
+        {"tokens", int_field(r.eval_tokens)}}},
+      {"checkpoint", {{"every_minutes", number_field(r.checkpoint_every_minutes)}}},
+      {"backend",
+       {{"name", string_field(r.backend)},
+        {"threads", small_int_field(r.threads)},
+        {"matmul_precision", string_field(r.matmul_precision)}}},
+  };
+}
+
+void read_table(const toml::table& table, const std::map<std::string, FieldReader>& fields, const std::string& prefix,
+                const std::string& file, const Schema& schema, bool top_level) {
+  for (const auto& [key_view, node] : table) {
+    const std::string key(key_view.str());
+    const std::string field = prefix.empty() ? key : prefix + "." + key;
+    if (top_level && schema.count(key) == 1 && key != "") {
+      const toml::table* sub = node.as_table();
+      check(sub != nullptr, where_of(file, node, field), ": expected a table [", key, "]");
+      read_table(*sub, schema.at(key), key, file, schema, false);
+      continue;
+    }
+    auto it = fields.find(key);
+    check(it != fields.end(), where_of(file, node, field), ": unknown field");
+    it->second(node, where_of(file, node, field));
+  }
+}
+
+}  // namespace
+
+void Recipe::validate(const std::string& where) const {
+  model.validate(where + ": [model]");
+  auto field = [&](const char* name) { return str(where, ": field '", name, "'"); };
+  check(tokens_per_step > 0 && tokens_per_step % model.sequence_len == 0, field("batch.tokens_per_step"),
+        ": expected a positive multiple of model.sequence_len (", model.sequence_len, "), got ", tokens_per_step);
+  check(micro_batch_rows > 0 && rows_per_step() % micro_batch_rows == 0, field("batch.micro_batch_rows"),
+        ": expected a positive divisor of the rows per step (", rows_per_step(), "), got ", micro_batch_rows);
+  check(run_by == "budget" || run_by == "steps", field("run.run_by"), ": expected \"budget\" or \"steps\", got \"",
+        run_by, "\"");
+  check(std::isfinite(budget_seconds) && budget_seconds > 0, field("run.budget_seconds"),
+        ": expected a positive number, got ", budget_seconds);
+  check(steps > 0, field("run.steps"), ": expected a positive integer, got ", steps);
+  check(startup_steps >= 0, field("run.startup_steps"), ": expected >= 0, got ", startup_steps);
+  check(startup_cap_seconds > 0, field("run.startup_cap_seconds"), ": expected a positive number");
+  check(nan_policy == "stop" || nan_policy == "skip", field("run.nan_policy"), ": expected \"stop\" or \"skip\", got \"",
+        nan_policy, "\"");
+  check(eval_every_steps >= 0, field("eval.every_steps"), ": expected >= 0");
+  check(eval_every_seconds >= 0, field("eval.every_seconds"), ": expected >= 0");
+  check(eval_tokens >= 0 && eval_tokens % model.sequence_len == 0, field("eval.tokens"),
+        ": expected a multiple of model.sequence_len (", model.sequence_len, "), got ", eval_tokens);
+  check(checkpoint_every_minutes >= 0, field("checkpoint.every_minutes"), ": expected >= 0");
+  check(threads >= 0, field("backend.threads"), ": expected >= 0 (0 = every core)");
+  check(matmul_precision == "f32" || matmul_precision == "bf16", field("backend.matmul_precision"),
+        ": expected \"f32\" or \"bf16\", got \"", matmul_precision, "\"");
+  const OptimizerConfig& o = optimizer;
+  check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0, field("optimizer.*_lr"),
+        ": learning rates must be >= 0");
+  check(o.muon_momentum >= 0 && o.muon_momentum < 1, field("optimizer.muon_momentum"), ": expected [0, 1)");
+  check(o.muon_momentum_start >= 0 && o.muon_momentum_start < 1, field("optimizer.muon_momentum_start"),
+        ": expected [0, 1)");
+  check(o.muon_ns_steps >= 0, field("optimizer.muon_ns_steps"), ": expected >= 0");
+  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1, field("optimizer.adam_beta1"), ": expected [0, 1)");
+  check(o.adam_beta2 >= 0 && o.adam_beta2 < 1, field("optimizer.adam_beta2"), ": expected [0, 1)");
+  check(o.adam_eps > 0, field("optimizer.adam_eps"), ": expected > 0");
+  check(o.grad_clip >= 0, field("optimizer.grad_clip"), ": expected >= 0 (0 disables clipping)");
+  check(o.adamw_lr_reference_width > 0, field("optimizer.adamw_lr_reference_width"), ": expected > 0");
+  const ScheduleConfig& s = schedule;
+  check(s.warmup_fraction >= 0 && s.warmdown_fraction >= 0 && s.warmup_fraction + s.warmdown_fraction <= 1,
+        field("schedule.warmup_fraction"), ": warmup_fraction and warmdown_fraction must be >= 0 and sum to <= 1");
+  check(s.final_lr_fraction >= 0, field("schedule.final_lr_fraction"), ": expected >= 0");
+}
+
+Recipe parse_recipe(const std::string& toml_text, const std::string& where) {
+  toml::table table;
+  try {
+    table = toml::parse(toml_text, where);
+  } catch (const toml::parse_error& e) {
+    fail(where, ":", e.source().begin.line, ":", e.source().begin.column, ": invalid TOML: ", e.description());
+  }
+  Recipe recipe;
+  recipe.source_path = where;
+  Schema schema = schema_for(recipe);
+  read_table(table, schema.at(""), "", where, schema, true);
+  recipe.validate(where);
+  return recipe;
+}
+
+Recipe load_recipe(const std::filesystem::path& path) { return parse_recipe(read_file(path), path.string()); }
+
+Json to_json(const Recipe& r) {
+  Json model = to_json(r.model);
+  model.erase("format");
+  model.erase("norm_eps");
+  model.erase("padded_vocab_size");
+  const OptimizerConfig& o = r.optimizer;
+  return Json{
+      {"name", r.name},
+      {"model", model},
+      {"batch", {{"tokens_per_step", r.tokens_per_step}, {"micro_batch_rows", r.micro_batch_rows}}},
+      {"optimizer",
+       {{"matrix_lr", o.matrix_lr},
+        {"muon_momentum", o.muon_momentum},
+        {"muon_momentum_start", o.muon_momentum_start},
+        {"muon_momentum_warmup_steps", o.muon_momentum_warmup_steps},
+        {"muon_ns_steps", o.muon_ns_steps},
+        {"muon_ns_coefficients", {o.muon_ns_a, o.muon_ns_b, o.muon_ns_c}},
+        {"embedding_lr", o.embedding_lr},
+        {"unembedding_lr", o.unembedding_lr},
+        {"adamw_lr_reference_width", o.adamw_lr_reference_width},
+        {"adam_beta1", o.adam_beta1},
+        {"adam_beta2", o.adam_beta2},
+        {"adam_eps", o.adam_eps},
+        {"weight_decay", o.weight_decay},
+        {"grad_clip", o.grad_clip}}},
+      {"schedule",
+       {{"warmup_fraction", r.schedule.warmup_fraction},
+        {"warmdown_fraction", r.schedule.warmdown_fraction},
+        {"final_lr_fraction", r.schedule.final_lr_fraction}}},
+      {"run",
+       {{"run_by", r.run_by},
+        {"budget_seconds", r.budget_seconds},
+        {"steps", r.steps},
+        {"startup_steps", r.startup_steps},
+        {"startup_cap_seconds", r.startup_cap_seconds},
+        {"seed", r.seed},
+        {"nan_policy", r.nan_policy}}},
+      {"eval", {{"every_steps", r.eval_every_steps}, {"every_seconds", r.eval_every_seconds}, {"tokens", r.eval_tokens}}},
+      {"checkpoint", {{"every_minutes", r.checkpoint_every_minutes}}},
+      {"backend", {{"name", r.backend}, {"threads", r.threads}, {"matmul_precision", r.matmul_precision}}},
+  };
+}
+
+std::string recipe_hash(const Recipe& recipe) { return sha256_hex(to_json(recipe).dump()); }
+
+}  // namespace ct

@@ -1,0 +1,70 @@
+#pragma once
+// A recipe (recipes/*.toml): everything that defines a training run. Every field has the baseline's
+// value as its default (model.md); a recipe file states what it changes. Unknown tables or fields
+// are errors naming the file and the field. The recipe's hash is the SHA-256 of its resolved form
+// (to_json of the struct after command-line overrides), so results name exactly what ran.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "model/config.h"
+#include "optim/config.h"
+#include "util/json.h"
+
+namespace ct {
+
+struct Recipe {
+  std::string name = "baseline";
+  std::string source_path;       // the TOML file it came from ("" when built in code)
+
+  ModelConfig model;              // [model]
+
+  // [batch] tokens per optimizer step = rows_per_step * sequence_len; each step runs
+  // rows_per_step / micro_batch_rows micro-batches (gradient accumulation when > 1).
+  int64_t tokens_per_step = 65536;
+  int64_t micro_batch_rows = 8;
+
+  OptimizerConfig optimizer;      // [optimizer]
+  ScheduleConfig schedule;        // [schedule]
+
+  // [run]
+  std::string run_by = "budget";  // "budget": stop at budget_seconds of training clock; "steps": after `steps`
+  double budget_seconds = 1800.0;
+  int64_t steps = 1000;
+  int64_t startup_steps = 2;      // first optimizer steps excluded from the clock (harness.md)
+  double startup_cap_seconds = 900.0;
+  uint64_t seed = 42;
+  std::string nan_policy = "stop";  // "stop" the run, or "skip" the step, at a non-finite loss or gradient
+
+  // [eval] the periodic held-out loss (split "heldout"; never the pinned validation set)
+  int64_t eval_every_steps = 0;     // 0 = not by steps
+  double eval_every_seconds = 300.0;  // of training clock; 0 = not by time
+  int64_t eval_tokens = 65536;
+
+  // [checkpoint]
+  double checkpoint_every_minutes = 10.0;  // wall-clock minutes between resumable checkpoints; 0 = only at the end
+
+  // [backend]
+  std::string backend = "cpu";
+  int threads = 0;                  // 0 = every available core
+  std::string matmul_precision = "f32";
+
+  int64_t rows_per_step() const { return tokens_per_step / model.sequence_len; }
+  int64_t micro_steps() const { return rows_per_step() / micro_batch_rows; }
+  bool timed() const { return run_by == "budget"; }
+
+  // Checks every rule across fields; errors name `where` (the file) and the field.
+  void validate(const std::string& where) const;
+};
+
+// Parses a recipe file (TOML). Errors name the file, the line where known, and the field.
+Recipe load_recipe(const std::filesystem::path& path);
+// Same from TOML text (`where` names the source in errors).
+Recipe parse_recipe(const std::string& toml_text, const std::string& where);
+
+// The resolved recipe: every field, sectioned as in the TOML file.
+Json to_json(const Recipe& recipe);
+// SHA-256 of to_json(recipe).dump() (sorted keys, no whitespace).
+std::string recipe_hash(const Recipe& recipe);
+
+}  // namespace ct

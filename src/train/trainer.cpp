@@ -1,0 +1,423 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <sstream>
+
+#include "backend/backend.h"
+#include "data/loader.h"
+#include "data/manifest.h"
+#include "model/gpt.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "train/checkpoint.h"
+#include "train/metrics_log.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/progress.h"
+#include "util/threads.h"
+
+namespace ct {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The budget check: the next step may start only if the slowest of the last kStepTimeWindow steps,
+// times kStepTimeMargin, still ends within the budget (the margin absorbs a step slower than any
+// recent one; at the baseline's step times it costs well under 0.1% of the budget).
+constexpr size_t kStepTimeWindow = 10;
+constexpr double kStepTimeMargin = 1.5;
+
+std::string format_duration(double seconds) {
+  if (seconds < 0) seconds = 0;
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s >= 3600) return str(s / 3600, "h", (s % 3600) / 60, "m");
+  if (s >= 60) return str(s / 60, "m", s % 60, "s");
+  return str(s, "s");
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+// Everything one run holds while it trains.
+class Run {
+ public:
+  explicit Run(const TrainOptions& options) : options_(options), recipe_(options.recipe) {}
+  TrainResult execute();
+
+ private:
+  void set_up();
+  void resume();
+  // One optimizer step; returns false when the run must stop (result_.error set).
+  bool step();
+  double heldout_loss();
+  void save_checkpoint();
+  void write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock);
+  void show_progress(double loss);
+  double progress() const;
+  bool budget_allows_next_step() const;
+
+  const TrainOptions& options_;
+  Recipe recipe_;
+  TrainResult result_;
+  Stopwatch startup_watch_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<GPT> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<TokenLoader> loader_, heldout_;
+  LoaderState heldout_start_;
+  std::unique_ptr<MetricsLog> log_;
+  ProgressLine progress_line_;
+  TrainingProgress progress_;
+  fs::path tokenizer_dir_;
+  std::vector<int32_t> inputs_, targets_;
+  std::deque<double> recent_step_seconds_;
+  int64_t steps_this_session_ = 0;
+  bool clock_running_ = false;
+  double last_checkpoint_wall_ = 0.0;
+  double next_eval_clock_ = 0.0;
+  double last_tokens_per_second_ = 0.0;
+};
+
+void Run::set_up() {
+  const Recipe& r = recipe_;
+  result_.recipe_name = r.name;
+  result_.recipe_sha256 = recipe_hash(r);
+  result_.budget_seconds = r.timed() ? r.budget_seconds : 0.0;
+  result_.startup_cap_seconds = r.startup_cap_seconds;
+
+  result_.threads = set_thread_count(r.threads);
+  result_.available_cores = available_cores();
+  BackendOptions backend_options;
+  backend_options.name = r.backend;
+  backend_options.threads = result_.threads;
+  backend_options.matmul_precision = r.matmul_precision;
+  backend_ = create_backend(backend_options);
+  result_.backend = backend_->name();
+  result_.device_description = backend_->device_description();
+  result_.peak_flops = backend_->peak_flops();
+
+  // The data: the manifest must describe tokens of this recipe's vocabulary.
+  const Manifest manifest = load_manifest(options_.data_dir);
+  const std::string manifest_path = (options_.data_dir / kManifestFileName).string();
+  check(manifest.vocab_size == r.model.vocab_size, manifest_path, ": vocab_size ", manifest.vocab_size,
+        " differs from the recipe's model.vocab_size ", r.model.vocab_size, " (", r.source_path, ")");
+  tokenizer_dir_ = options_.data_dir / "tokenizer";
+  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"})
+    check(fs::exists(tokenizer_dir_ / name), (tokenizer_dir_ / name).string(),
+          ": missing (the checkpoint carries the tokenizer; prepare the data folder with `clocktrain data prepare`)");
+  const int64_t T = r.model.sequence_len;
+  loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed);
+  result_.manifest_sha256 = loader_->manifest_sha256();
+  const bool eval_enabled = r.eval_tokens > 0 && (r.eval_every_steps > 0 || r.eval_every_seconds > 0);
+  if (eval_enabled && manifest.tokens_of("heldout") > 0) {
+    const int64_t rows = std::min(r.micro_batch_rows, r.eval_tokens / T);
+    heldout_ = std::make_unique<TokenLoader>(options_.data_dir, "heldout", rows, T, /*seed=*/0);
+    heldout_start_ = heldout_->state();
+  }
+
+  model_ = std::make_unique<GPT>(*backend_, r.model, DType::f32);
+  optimizer_ = std::make_unique<Optimizer>(*model_, r.optimizer);
+  result_.parameters = model_->parameter_count();
+  result_.flops_per_token = r.model.flops_per_token();
+  ensure_directory(options_.out_dir);
+  if (options_.resume_dir.empty()) {
+    for (const char* name : {"metrics.jsonl", "checkpoint"})
+      check(!fs::exists(options_.out_dir / name), (options_.out_dir / name).string(),
+            ": the run folder already holds a run; choose a new --out, or --resume its checkpoint");
+    model_->initialize(r.seed);
+    log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl");
+    log_->event(0, 0.0, "start",
+                str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
+                    " parameters, ", result_.device_description, ", ", result_.threads, " threads"));
+  } else {
+    resume();
+  }
+  inputs_.reserve(static_cast<size_t>(r.micro_batch_rows * T));
+  targets_.reserve(inputs_.capacity());
+  next_eval_clock_ = progress_.clock_seconds + r.eval_every_seconds;
+}
+
+void Run::resume() {
+  CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
+  loader_->restore(loader_state_from_json(c.loader_state));
+  progress_ = c.progress;
+  log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl", progress_.step);
+  std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
+                           fixed(progress_.clock_seconds, 1), " s");
+  if (c.recipe_sha256 != result_.recipe_sha256)
+    detail += str("; recipe changed: ", c.recipe_sha256.substr(0, 12), " -> ", result_.recipe_sha256.substr(0, 12));
+  log_->event(progress_.step, progress_.clock_seconds, "resume", detail);
+}
+
+double Run::progress() const {
+  if (recipe_.timed()) return progress_.clock_seconds / recipe_.budget_seconds;
+  return static_cast<double>(progress_.step) / static_cast<double>(recipe_.steps);
+}
+
+bool Run::budget_allows_next_step() const {
+  if (recent_step_seconds_.empty()) return progress_.clock_seconds < recipe_.budget_seconds;
+  const double estimate =
+      kStepTimeMargin * *std::max_element(recent_step_seconds_.begin(), recent_step_seconds_.end());
+  return progress_.clock_seconds + estimate <= recipe_.budget_seconds;
+}
+
+bool Run::step() {
+  const Recipe& r = recipe_;
+  const int64_t T = r.model.sequence_len, B = r.micro_batch_rows, micro_steps = r.micro_steps();
+  const int64_t step_number = progress_.step + 1;
+  const double lr = lr_factor(r.schedule, progress());
+  const bool in_clock = clock_running_;
+
+  Stopwatch watch;
+  model_->zero_grad();
+  double loss_sum = 0.0;
+  std::string bad;
+  for (int64_t m = 0; m < micro_steps; ++m) {
+    loader_->next_batch(inputs_, targets_);
+    const double loss = model_->forward(inputs_.data(), targets_.data(), B, T);
+    if (!std::isfinite(loss) && bad.empty()) bad = str("the loss of micro-batch ", m + 1, " is ", loss);
+    model_->backward(1.0 / static_cast<double>(micro_steps));
+    loss_sum += loss;
+  }
+  const double loss = loss_sum / static_cast<double>(micro_steps);
+  const GradientCheck grads = optimizer_->check_gradients();
+  if (bad.empty() && !grads.finite())
+    bad = str("the gradient of ", grads.first_nonfinite, " is not finite (", grads.nonfinite_tensors,
+              " tensors in all)");
+  if (bad.empty()) optimizer_->step(lr, grads.norm);
+  backend_->synchronize();
+  const double step_seconds = watch.seconds();
+
+  progress_.step = step_number;
+  progress_.tokens += r.tokens_per_step;
+  ++steps_this_session_;
+  if (in_clock) {
+    progress_.clock_seconds += step_seconds;
+    recent_step_seconds_.push_back(step_seconds);
+    if (recent_step_seconds_.size() > kStepTimeWindow) recent_step_seconds_.pop_front();
+  }
+  last_tokens_per_second_ = static_cast<double>(r.tokens_per_step) / step_seconds;
+  result_.final_loss = loss;
+  result_.final_lr_factor = lr;
+  write_train_row(loss, lr, grads.norm, step_seconds, in_clock);
+
+  if (!bad.empty()) {
+    ++progress_.nonfinite_steps;
+    const std::string message = str("step ", step_number, ": ", bad, "; the step was not applied");
+    if (r.nan_policy == "stop") {
+      log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; the run stops (nan_policy stop)");
+      result_.error = message + " (nan_policy \"stop\")";
+      result_.stop_reason = "nonfinite";
+      return false;
+    }
+    log_->event(step_number, progress_.clock_seconds, "nonfinite_skipped", message + " (nan_policy skip)");
+  }
+
+  // The clock starts once the startup steps are done (or at once when there are none).
+  if (!clock_running_ && steps_this_session_ >= r.startup_steps) {
+    const double startup = startup_watch_.seconds();
+    progress_.startup_seconds += startup;
+    if (startup > r.startup_cap_seconds) {
+      const std::string message = str("startup took ", fixed(startup, 1), " s, over the cap of ",
+                                      fixed(r.startup_cap_seconds, 1), " s (run.startup_cap_seconds)");
+      log_->event(step_number, progress_.clock_seconds, "startup_cap_exceeded", message);
+      result_.error = message;
+      result_.stop_reason = "startup_cap";
+      return false;
+    }
+    clock_running_ = true;
+    recent_step_seconds_.push_back(step_seconds);  // a first (pessimistic) estimate for the budget check
+    log_->event(step_number, progress_.clock_seconds, "clock_start", str("startup ", fixed(startup, 1), " s"));
+  }
+  show_progress(loss);
+  return true;
+}
+
+void Run::write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock) {
+  const double flops_per_second = result_.flops_per_token * last_tokens_per_second_;
+  OrderedJson row{{"kind", "train"},
+                  {"step", progress_.step},
+                  {"tokens", progress_.tokens},
+                  {"clock_seconds", progress_.clock_seconds},
+                  {"loss", std::isfinite(loss) ? Json(loss) : Json(nullptr)},
+                  {"lr_factor", lr},
+                  {"grad_norm", std::isfinite(grad_norm) ? Json(grad_norm) : Json(nullptr)},
+                  {"tokens_per_second", last_tokens_per_second_},
+                  {"flops_per_second", flops_per_second},
+                  {"mfu", result_.peak_flops > 0 ? Json(flops_per_second / result_.peak_flops) : Json(nullptr)},
+                  {"step_seconds", step_seconds},
+                  {"in_clock", in_clock}};
+  log_->write(row);
+}
+
+void Run::show_progress(double loss) {
+  if (!options_.progress_line || !progress_line_.enabled()) return;
+  const Recipe& r = recipe_;
+  std::string text = str("step ", progress_.step);
+  double left;
+  if (r.timed()) {
+    text += str(" | clock ", fixed(progress_.clock_seconds, 1), "/", fixed(r.budget_seconds, 0), " s");
+    left = r.budget_seconds - progress_.clock_seconds;
+  } else {
+    text += str("/", r.steps, " | clock ", fixed(progress_.clock_seconds, 1), " s");
+    left = static_cast<double>(r.steps - progress_.step) * static_cast<double>(r.tokens_per_step) /
+           std::max(last_tokens_per_second_, 1e-9);
+  }
+  text += str(" | loss ", fixed(loss, 4), " | ", fixed(last_tokens_per_second_, 0), " tok/s");
+  if (result_.peak_flops > 0)
+    text += str(" | MFU ", fixed(100.0 * result_.flops_per_token * last_tokens_per_second_ / result_.peak_flops, 1), "%");
+  text += " | left " + format_duration(left);
+  progress_line_.update(text);
+}
+
+// Mean loss over recipe.eval_tokens of the held-out split, the same slice every time.
+double Run::heldout_loss() {
+  const int64_t T = recipe_.model.sequence_len;
+  heldout_->restore(heldout_start_);
+  const int64_t rows_per_batch = std::max<int64_t>(1, std::min(recipe_.micro_batch_rows, recipe_.eval_tokens / T));
+  const int64_t batches = std::max<int64_t>(1, recipe_.eval_tokens / T / rows_per_batch);
+  std::vector<int32_t> inputs, targets;
+  std::vector<float> losses(static_cast<size_t>(rows_per_batch * T));
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    heldout_->next_batch(inputs, targets);
+    model_->evaluate(inputs.data(), targets.data(), rows_per_batch, T, losses.data());
+    for (size_t i = 0; i < losses.size(); ++i)
+      if (targets[i] >= 0) {
+        total += losses[i];
+        ++count;
+      }
+  }
+  const double loss = count > 0 ? total / static_cast<double>(count) : 0.0;
+  log_->write(OrderedJson{{"kind", "eval"},
+                          {"step", progress_.step},
+                          {"tokens", progress_.tokens},
+                          {"clock_seconds", progress_.clock_seconds},
+                          {"split", "heldout"},
+                          {"loss", std::isfinite(loss) ? Json(loss) : Json(nullptr)},
+                          {"eval_tokens", count}});
+  result_.last_eval_loss = loss;
+  return loss;
+}
+
+void Run::save_checkpoint() {
+  const fs::path dir = options_.out_dir / "checkpoint";
+  CheckpointContents contents;
+  contents.progress = progress_;
+  contents.loader_state = to_json(loader_->state());
+  contents.recipe = to_json(recipe_);
+  contents.recipe_sha256 = result_.recipe_sha256;
+  save_training_checkpoint(dir, *model_, *optimizer_, contents, tokenizer_dir_);
+  result_.checkpoint_dir = dir;
+  last_checkpoint_wall_ = monotonic_seconds();
+  log_->event(progress_.step, progress_.clock_seconds, "checkpoint", dir.string());
+}
+
+TrainResult Run::execute() {
+  set_up();
+  const Recipe& r = recipe_;
+  last_checkpoint_wall_ = monotonic_seconds();
+  if (r.startup_steps == 0) {
+    progress_.startup_seconds += startup_watch_.seconds();
+    clock_running_ = true;
+    log_->event(progress_.step, progress_.clock_seconds, "clock_start",
+                str("startup ", fixed(startup_watch_.seconds(), 1), " s"));
+  }
+  while (true) {
+    if (r.timed()) {
+      if (clock_running_ && !budget_allows_next_step()) {
+        result_.stop_reason = "budget";
+        break;
+      }
+    } else if (progress_.step >= r.steps) {
+      result_.stop_reason = "steps";
+      break;
+    }
+    if (options_.stop_after_steps > 0 && steps_this_session_ >= options_.stop_after_steps) {
+      result_.stop_reason = "stop_after_steps";
+      break;
+    }
+    if (!clock_running_ && startup_watch_.seconds() > r.startup_cap_seconds) {
+      result_.error = str("startup passed the cap of ", fixed(r.startup_cap_seconds, 1),
+                          " s before the clock started (run.startup_cap_seconds)");
+      result_.stop_reason = "startup_cap";
+      log_->event(progress_.step, progress_.clock_seconds, "startup_cap_exceeded", result_.error);
+      break;
+    }
+    if (!step()) break;
+    const bool eval_by_steps = r.eval_every_steps > 0 && progress_.step % r.eval_every_steps == 0;
+    const bool eval_by_time = r.eval_every_seconds > 0 && progress_.clock_seconds >= next_eval_clock_;
+    if (heldout_ && (eval_by_steps || eval_by_time)) {
+      heldout_loss();
+      while (r.eval_every_seconds > 0 && next_eval_clock_ <= progress_.clock_seconds)
+        next_eval_clock_ += r.eval_every_seconds;
+    }
+    if (r.checkpoint_every_minutes > 0 && monotonic_seconds() - last_checkpoint_wall_ >= 60.0 * r.checkpoint_every_minutes)
+      save_checkpoint();
+  }
+  progress_line_.finish();
+  if (result_.ok()) {
+    if (heldout_ && result_.last_eval_loss < 0) heldout_loss();
+    save_checkpoint();
+  }
+  log_->event(progress_.step, progress_.clock_seconds, "stop",
+              result_.ok() ? result_.stop_reason : result_.stop_reason + ": " + result_.error);
+
+  result_.steps = progress_.step;
+  result_.tokens = progress_.tokens;
+  result_.train_clock_seconds = progress_.clock_seconds;
+  result_.startup_seconds = progress_.startup_seconds;
+  result_.nonfinite_steps = progress_.nonfinite_steps;
+  result_.shards_read = loader_->shards_read();
+  write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
+  return result_;
+}
+
+}  // namespace
+
+Json to_json(const TrainResult& r) {
+  Json shards = Json::array();
+  for (const auto& [name, sha] : r.shards_read) shards.push_back({{"name", name}, {"sha256", sha}});
+  return Json{{"format", "clocktrain-train-summary/1"},
+              {"recipe", {{"name", r.recipe_name}, {"sha256", r.recipe_sha256}}},
+              {"parameters", r.parameters},
+              {"flops_per_token", r.flops_per_token},
+              {"steps", r.steps},
+              {"tokens", r.tokens},
+              {"train_clock_seconds", r.train_clock_seconds},
+              {"startup_seconds", r.startup_seconds},
+              {"budget_seconds", r.budget_seconds},
+              {"startup_cap_seconds", r.startup_cap_seconds},
+              {"final_loss", std::isfinite(r.final_loss) ? Json(r.final_loss) : Json(nullptr)},
+              {"final_lr_factor", r.final_lr_factor},
+              {"last_eval_loss", r.last_eval_loss >= 0 ? Json(r.last_eval_loss) : Json(nullptr)},
+              {"nonfinite_steps", r.nonfinite_steps},
+              {"stop_reason", r.stop_reason},
+              {"error", r.error.empty() ? Json(nullptr) : Json(r.error)},
+              {"checkpoint_dir", r.checkpoint_dir.string()},
+              {"data", {{"manifest_sha256", r.manifest_sha256}, {"shards_read", shards}}},
+              {"device",
+               {{"backend", r.backend},
+                {"description", r.device_description},
+                {"threads", r.threads},
+                {"available_cores", r.available_cores},
+                {"peak_flops", r.peak_flops}}}};
+}
+
+TrainResult train(const TrainOptions& options) {
+  Run run(options);
+  return run.execute();
+}
+
+}  // namespace ct

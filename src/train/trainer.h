@@ -1,0 +1,71 @@
+#pragma once
+// The trainer: one recipe, one prepared data folder, one run against the training clock of
+// harness.md.
+//
+// - Startup (backend, data, model and optimizer set-up, and the first recipe.startup_steps optimizer
+//   steps, which carry one-time costs) is excluded from the clock but capped at
+//   recipe.startup_cap_seconds; passing the cap stops the run (a gate failure).
+// - After that the clock is the sum of measured step times (data, forward, backward, optimizer);
+//   evaluation and checkpoints are outside it.
+// - A timed run (run_by = "budget") never starts a step that the slowest of its recent steps says
+//   would end past the budget, and its learning-rate schedule uses progress = clock / budget; a run by
+//   steps uses progress = step / steps.
+// - A NaN/Inf in the loss or a gradient is caught in the step it appears: the step is not applied and
+//   the run stops (nan_policy "stop", naming the step and the first bad tensor) or skips the step.
+//
+// Writes into out_dir: metrics.jsonl (docs/run-records.md), checkpoint/ (model + resumable training
+// state, train/checkpoint.h), train_summary.json (to_json(TrainResult)).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/recipe.h"
+#include "util/json.h"
+
+namespace ct {
+
+struct TrainOptions {
+  Recipe recipe;
+  std::filesystem::path data_dir;    // a prepared data folder: manifest.json, shards, tokenizer/
+  std::filesystem::path out_dir;     // the run folder
+  std::filesystem::path resume_dir;  // a checkpoint folder to continue from; empty = a fresh run
+  bool progress_line = true;         // the terminal status line (silent when stderr is not a terminal)
+  // Stop after this many steps of this process, writing a resumable checkpoint (0 = no limit):
+  // for runs split over several sessions, and for the resume tests.
+  int64_t stop_after_steps = 0;
+};
+
+struct TrainResult {
+  std::string recipe_name, recipe_sha256;
+  int64_t parameters = 0;
+  double flops_per_token = 0.0;
+  int64_t steps = 0;                 // optimizer steps completed (skipped steps included)
+  int64_t tokens = 0;
+  double train_clock_seconds = 0.0;
+  double startup_seconds = 0.0;
+  double budget_seconds = 0.0;       // 0 in a run by steps
+  double startup_cap_seconds = 0.0;
+  double final_loss = 0.0;           // the last step's training loss
+  double final_lr_factor = 0.0;      // the schedule's factor of the last step
+  double last_eval_loss = -1.0;      // the last held-out loss (-1 when none was run)
+  int64_t nonfinite_steps = 0;       // steps with a NaN/Inf loss or gradient
+  std::string stop_reason;           // "budget", "steps", "stop_after_steps", "nonfinite", "startup_cap"
+  std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
+  std::filesystem::path checkpoint_dir;  // empty when none was written
+  std::string manifest_sha256;
+  std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256
+  std::string backend, device_description;
+  int threads = 0, available_cores = 0;
+  double peak_flops = 0.0;
+  bool ok() const { return error.empty(); }
+};
+
+Json to_json(const TrainResult& result);
+
+// Runs the recipe. Errors in set-up (recipe, data, resume folder) throw ct::Error; a run that starts
+// and then fails (startup cap, non-finite values) returns with result.error set.
+TrainResult train(const TrainOptions& options);
+
+}  // namespace ct

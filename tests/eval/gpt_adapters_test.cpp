@@ -1,0 +1,169 @@
+// The real GPT behind the evaluators' interfaces (a tiny random model on the CPU backend): the
+// scorer's packed, padded batches give each sequence's losses as a lone forward pass does; greedy
+// sampling through the KV cache follows the argmax of full forward passes; CORE runs end to end.
+#include "eval/gpt_adapters.h"
+
+#include <cmath>
+#include <random>
+
+#include "data/data_test_support.h"
+#include "eval/core_eval.h"
+#include "backend/cpu/cpu_backend.h"
+#include "eval/core_report.h"
+#include "test_support.h"
+
+namespace ct {
+namespace {
+
+struct TinyGpt {
+  std::unique_ptr<Backend> backend = make_cpu_backend(BackendOptions{});
+  std::unique_ptr<GPT> model;
+  explicit TinyGpt(int64_t vocab = 257, int64_t context = 48) {
+    ModelConfig c;
+    c.vocab_size = vocab;
+    c.sequence_len = context;
+    c.n_layer = 2;
+    c.n_embd = 32;
+    c.n_head = 2;
+    c.n_kv_head = 2;
+    c.validate("test");
+    model = std::make_unique<GPT>(*backend, c);
+    model->initialize(7);
+    // The seeded init zeroes lm_head and the output projections (every logit 0); give them values.
+    std::mt19937 gen(11);
+    std::normal_distribution<float> normal(0.0f, 0.3f);
+    for (auto& p : model->parameters()) {
+      if (p.spec.init != ParamInit::zero) continue;
+      std::vector<float> host(static_cast<size_t>(p.value.tensor().numel()));
+      for (auto& v : host) v = normal(gen);
+      backend->upload(p.value, host.data(), DType::f32);
+    }
+  }
+};
+
+// Each sequence scored alone, as one row of exactly its length.
+std::vector<SequenceScores> one_by_one(GPT& model, const std::vector<std::vector<int32_t>>& seqs) {
+  std::vector<SequenceScores> out(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int64_t T = static_cast<int64_t>(seqs[s].size()) - 1;
+    if (T < 1) continue;
+    std::vector<int32_t> in(seqs[s].begin(), seqs[s].end() - 1), tg(seqs[s].begin() + 1, seqs[s].end());
+    out[s].loss.resize(T);
+    out[s].argmax.resize(T);
+    model.evaluate(in.data(), tg.data(), 1, T, out[s].loss.data(), out[s].argmax.data());
+  }
+  return out;
+}
+
+TEST(GptAdapters, PackedBatchesMatchLoneSequences) {
+  TinyGpt tiny;
+  std::mt19937 gen(3);
+  std::vector<std::vector<int32_t>> seqs;
+  for (int len : {49, 2, 17, 1, 33, 33, 8, 49, 5}) {
+    std::vector<int32_t> s(len);
+    for (auto& t : s) t = static_cast<int32_t>(gen() % 257);
+    seqs.push_back(s);
+  }
+  auto want = one_by_one(*tiny.model, seqs);
+  for (int64_t batch_tokens : {1, 100, 100000}) {
+    GptSequenceScorer scorer(*tiny.model, batch_tokens);
+    EXPECT_EQ(scorer.context_length(), 48);
+    std::vector<SequenceScores> got;
+    scorer.score(seqs, got);
+    ASSERT_EQ(got.size(), seqs.size());
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      ASSERT_EQ(got[s].loss.size(), seqs[s].size() - 1) << s;
+      for (size_t i = 0; i < got[s].loss.size(); ++i) {
+        EXPECT_NEAR(got[s].loss[i], want[s].loss[i], 2e-5) << "seq " << s << " pos " << i;
+        EXPECT_GT(got[s].loss[i], 0.0f);
+      }
+      EXPECT_EQ(got[s].argmax, want[s].argmax) << s;
+    }
+  }
+  std::vector<SequenceScores> out;
+  GptSequenceScorer scorer(*tiny.model);
+  EXPECT_THROW(scorer.score({std::vector<int32_t>(50, 1)}, out), Error);  // 50 > 48 + 1
+  EXPECT_THROW(scorer.score({{1, 300}}, out), Error);                     // outside the vocabulary
+}
+
+TEST(GptAdapters, GreedySamplingFollowsFullForwardArgmax) {
+  TinyGpt tiny;
+  GptNextTokenModel next(*tiny.model);
+  SampleOptions opt;
+  opt.temperature = 0;
+  opt.max_tokens = 20;
+  std::vector<int32_t> prompt = {256, 72, 101, 108, 108, 111};
+  auto generated = sample_tokens(next, prompt, opt);
+  ASSERT_EQ(generated.size(), 20u);
+  // Recompute each step with a full forward pass over everything so far.
+  std::vector<int32_t> seq = prompt;
+  for (int32_t token : generated) {
+    std::vector<int32_t> with_dummy = seq;
+    with_dummy.push_back(0);
+    auto s = one_by_one(*tiny.model, {with_dummy});
+    EXPECT_EQ(token, s[0].argmax.back());
+    seq.push_back(token);
+  }
+  // Same seed, same text; a different seed, (almost surely) another.
+  opt.temperature = 1.0;
+  opt.top_k = 50;
+  auto a = sample_tokens(next, prompt, opt);
+  auto b = sample_tokens(next, prompt, opt);
+  EXPECT_EQ(a, b);
+  opt.seed = 43;
+  EXPECT_NE(sample_tokens(next, prompt, opt), a);
+  // The context bounds the generation: 6 prompt tokens + 42 new fill the 48 positions.
+  opt.max_tokens = 1000;
+  EXPECT_EQ(sample_tokens(next, prompt, opt).size(), 43u);
+}
+
+TEST(GptAdapters, CoreEndToEndOnTheSmallBundle) {
+  TinyGpt tiny(257, 40);
+  test::ByteEncoder enc;
+  auto bundle = load_core_bundle(test::source_dir() / "tests/data/core_small");
+  CoreOptions opt;
+  opt.keep_rows = true;
+  GptSequenceScorer scorer(*tiny.model);
+  auto packed = evaluate_core(bundle, enc, scorer, opt);
+  struct Lone : SequenceScorer {
+    GPT& m;
+    explicit Lone(GPT& model) : m(model) {}
+    int64_t context_length() const override { return m.config().sequence_len; }
+    void score(const std::vector<std::vector<int32_t>>& s, std::vector<SequenceScores>& o) override { o = one_by_one(m, s); }
+  } lone(*tiny.model);
+  auto reference = evaluate_core(bundle, enc, lone, opt);
+  ASSERT_EQ(packed.tasks.size(), reference.tasks.size());
+  int64_t truncated = 0;
+  for (size_t t = 0; t < packed.tasks.size(); ++t) {
+    EXPECT_EQ(packed.tasks[t].correct, reference.tasks[t].correct) << packed.tasks[t].label;
+    truncated += packed.tasks[t].truncated_rows;
+    for (size_t r = 0; r < packed.tasks[t].row_records.size(); ++r) {
+      const auto& a = packed.tasks[t].row_records[r].mean_losses;
+      const auto& b = reference.tasks[t].row_records[r].mean_losses;
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!std::isnan(b[i])) EXPECT_NEAR(a[i], b[i], 1e-5);
+    }
+  }
+  EXPECT_GT(truncated, 0);  // byte tokens make long prompts: the 40-token context cuts some
+  EXPECT_TRUE(std::isfinite(packed.core));
+}
+
+TEST(Sampling, PickNextToken) {
+  PythonRandom rng(1);
+  EXPECT_EQ(pick_next_token({0.f, 3.f, 3.f, 1.f}, 0.0, 0, rng), 1);  // greedy: first of equal maxima
+  EXPECT_EQ(pick_next_token({0.f, 3.f, 2.f, 1.f}, 5.0, 1, rng), 1);  // top_k 1 is greedy at any temperature
+  // softmax([0, ln 3]) = [0.25, 0.75]
+  int ones = 0;
+  for (int i = 0; i < 4000; ++i) ones += pick_next_token({0.f, static_cast<float>(std::log(3.0))}, 1.0, 0, rng);
+  EXPECT_NEAR(ones / 4000.0, 0.75, 0.025);
+  // top_k 2 never picks outside the two largest.
+  for (int i = 0; i < 200; ++i) {
+    int32_t t = pick_next_token({5.f, -1.f, 4.f, 0.f}, 2.0, 2, rng);
+    EXPECT_TRUE(t == 0 || t == 2);
+  }
+  EXPECT_THROW(pick_next_token({1.f}, -1.0, 0, rng), Error);
+}
+
+}  // namespace
+}  // namespace ct

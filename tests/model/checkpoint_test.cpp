@@ -1,0 +1,130 @@
+// safetensors writing and validated reading, and the model checkpoint folder.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+#include "model/tiny_model.h"
+#include "test_support.h"
+#include "util/files.h"
+
+namespace ct {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A file with the given header text and data bytes.
+void write_raw(const fs::path& path, const std::string& header, size_t data_bytes) {
+  std::string bytes(8, '\0');
+  uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  bytes += header;
+  bytes += std::string(data_bytes, '\x01');
+  write_file_atomic(path, bytes);
+}
+
+TEST(Safetensors, RoundTripWithMetadata) {
+  test::TempDir dir;
+  std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, 8.0f};
+  std::vector<int32_t> b = {4, -5, 6};
+  SafetensorsWriter w;
+  w.add("a", "F32", {2, 3}, a.data());
+  w.add("b", "I32", {3}, b.data());
+  w.set_metadata("step", "12");
+  w.write(dir / "x.safetensors");
+
+  SafetensorsFile f(dir / "x.safetensors");
+  EXPECT_EQ(f.metadata_value("step"), "12");
+  ASSERT_EQ(f.entries().size(), 2u);
+  std::vector<float> a2(6);
+  f.read(f.expect("a", "F32", {2, 3}), a2.data());
+  EXPECT_EQ(a2, a);
+  std::vector<int32_t> b2(3);
+  f.read(f.expect("b", "I32", {3}), b2.data());
+  EXPECT_EQ(b2, b);
+  // The header length is a multiple of 8 so the data starts aligned.
+  std::string raw = read_file(dir / "x.safetensors");
+  uint64_t n;
+  std::memcpy(&n, raw.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  EXPECT_NE(error_of([&] { f.expect("a", "F32", {3, 2}); }).find("field 'shape'"), std::string::npos);
+  EXPECT_NE(error_of([&] { f.expect("a", "F64", {2, 3}); }).find("field 'dtype'"), std::string::npos);
+  EXPECT_NE(error_of([&] { f.expect("c", "F32", {1}); }).find("missing tensor 'c'"), std::string::npos);
+}
+
+TEST(Safetensors, RejectsBadHeadersNamingTheField) {
+  test::TempDir dir;
+  const fs::path p = dir / "bad.safetensors";
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}})", 8);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("tensor 'w': field 'data_offsets'"), std::string::npos);
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 12]}})", 16);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("need 16"), std::string::npos);
+  write_raw(p, R"({"w": {"dtype": "Q7", "shape": [2], "data_offsets": [0, 2]}})", 2);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("field 'dtype'"), std::string::npos);
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 0);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("field 'shape'"), std::string::npos);
+  write_raw(p, R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                   "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("overlap"), std::string::npos);
+  write_raw(p, "{not json", 0);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("invalid JSON"), std::string::npos);
+  // a header length larger than the file
+  std::string bytes(8, '\0');
+  uint64_t n = 1000;
+  std::memcpy(bytes.data(), &n, 8);
+  write_file_atomic(p, bytes + "{}");
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("header length 1000"), std::string::npos);
+  write_file_atomic(p, "abc");
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("at least 8"), std::string::npos);
+}
+
+TEST(ModelCheckpoint, SaveLoadGivesTheSameModel) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  ModelConfig c = test::tiny_config();
+  GPT model(*backend, c);
+  test::randomize_parameters(model, 21);
+  save_model(model, dir.path(), {{"step", "5"}});
+  EXPECT_TRUE(fs::exists(dir / "config.json"));
+  SafetensorsFile f(dir / "model.safetensors");
+  EXPECT_EQ(f.metadata_value("step"), "5");
+  EXPECT_EQ(f.entries().front().name, "transformer.wte.weight");
+  EXPECT_EQ(f.expect("lm_head.weight", "F32", {256, 32}).name, "lm_head.weight");
+
+  auto loaded = load_model(*backend, dir.path());
+  std::vector<int32_t> x, y;
+  test::random_batch(2, 16, c.vocab_size, 6, x, y);
+  EXPECT_EQ(loaded->forward(x.data(), y.data(), 2, 16), model.forward(x.data(), y.data(), 2, 16));
+}
+
+TEST(ModelCheckpoint, WrongShapeIsRejectedBeforeLoading) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  ModelConfig c = test::tiny_config();
+  GPT model(*backend, c);
+  model.initialize(1);
+  save_model(model, dir.path());
+  ModelConfig wider = c;
+  wider.n_embd = 64;
+  GPT other(*backend, wider);
+  const std::string e = error_of([&] { load_model_weights(other, dir / "model.safetensors"); });
+  EXPECT_NE(e.find("model.safetensors: tensor 'transformer.wte.weight': field 'shape'"), std::string::npos) << e;
+  ModelConfig deeper = c;
+  deeper.n_layer = 2;
+  deeper.attention_layers = {true, false};
+  GPT shallower(*backend, deeper);
+  EXPECT_NE(error_of([&] { load_model_weights(shallower, dir / "model.safetensors"); }).find("unexpected tensor"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ct

@@ -1,0 +1,69 @@
+#pragma once
+// Small shapes and helpers shared by the model, optim and train tests.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/gpt.h"
+#include "backend/cpu/cpu_backend.h"
+#include "model/init_rng.h"
+
+namespace ct::test {
+
+// A shape that exercises every path: vocab padding (200 -> 256), grouped-query attention (4 query
+// heads over 2 key-value heads), and an MLP-only layer between two attention layers.
+inline ModelConfig tiny_config() {
+  ModelConfig c;
+  c.vocab_size = 200;
+  c.sequence_len = 16;
+  c.n_layer = 3;
+  c.n_embd = 32;
+  c.n_head = 4;
+  c.n_kv_head = 2;
+  c.attention_layers = {true, false, true};
+  return c;
+}
+
+inline std::unique_ptr<Backend> cpu_backend(int threads = 2) {
+  BackendOptions o;
+  o.name = "cpu";
+  o.threads = threads;
+  return make_cpu_backend(o);
+}
+
+// Every parameter ~ N(0, scale / sqrt(fan_in)) (wte ~ N(0, 1)), so that no gradient path is zero
+// as it is at the real initialisation (lm_head and output projections start at 0).
+inline void randomize_parameters(GPT& model, uint64_t seed, double scale = 1.0) {
+  std::vector<double> host;
+  for (Parameter& p : model.parameters()) {
+    const int64_t n = p.spec.shape.numel();
+    host.resize(static_cast<size_t>(n));
+    const double std = p.spec.group == ParamGroup::embedding ? 1.0 : scale / std::sqrt(static_cast<double>(p.spec.shape[1]));
+    const uint64_t key = init_stream_key(seed, p.spec.name + "/test");
+    for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = std * counter_normal(key, static_cast<uint64_t>(i));
+    model.backend().upload(p.value, host.data(), DType::f64);
+  }
+}
+
+// Tokens in [0, vocab) from a fixed generator; every `ignore_every`-th target is -1 (0 = none).
+inline void random_batch(int64_t B, int64_t T, int64_t vocab, uint64_t seed, std::vector<int32_t>& inputs,
+                         std::vector<int32_t>& targets, int64_t ignore_every = 0) {
+  inputs.resize(static_cast<size_t>(B * T));
+  targets.resize(inputs.size());
+  for (int64_t i = 0; i < B * T; ++i) {
+    inputs[static_cast<size_t>(i)] = static_cast<int32_t>(splitmix64_mix(seed * 1000003 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab));
+    targets[static_cast<size_t>(i)] =
+        static_cast<int32_t>(splitmix64_mix(seed * 7919 + 1 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab));
+    if (ignore_every > 0 && i % ignore_every == ignore_every - 1) targets[static_cast<size_t>(i)] = -1;
+  }
+}
+
+inline std::vector<double> download_f64(Backend& backend, const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  backend.download(out.data(), DType::f64, t);
+  return out;
+}
+
+}  // namespace ct::test

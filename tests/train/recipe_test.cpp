@@ -1,0 +1,70 @@
+// Recipes: the shipped files parse, baseline.toml is exactly the built-in defaults (model.md), and
+// mistakes are errors that name the file, the line and the field.
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+#include "train/recipe.h"
+
+namespace ct {
+namespace {
+
+std::string error_of(const std::string& toml) {
+  try {
+    parse_recipe(toml, "bad.toml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Recipe, BaselineFileIsTheModelMdDefaults) {
+  Recipe file = load_recipe(test::source_dir() / "recipes" / "baseline.toml");
+  Recipe defaults;
+  EXPECT_EQ(to_json(file), to_json(defaults));
+  EXPECT_EQ(recipe_hash(file), recipe_hash(defaults));
+  EXPECT_EQ(file.model.parameter_count(), 59637760);
+  EXPECT_EQ(file.rows_per_step(), 64);
+  EXPECT_EQ(file.startup_steps, 2);
+  EXPECT_EQ(file.budget_seconds, 1800.0);
+  EXPECT_EQ(file.steps, 1000);
+}
+
+TEST(Recipe, ShippedRecipesParse) {
+  Recipe small = load_recipe(test::source_dir() / "recipes" / "cpu-small.toml");
+  EXPECT_EQ(small.name, "cpu-small");
+  EXPECT_EQ(small.model.n_layer, 4);
+  EXPECT_EQ(small.model.n_embd, 256);
+  EXPECT_EQ(small.model.n_head, 2);
+  EXPECT_EQ(small.model.sequence_len, 512);
+  EXPECT_EQ(small.tokens_per_step, 16384);
+  EXPECT_EQ(small.optimizer.matrix_lr, 0.02);  // the baseline's rules
+  Recipe tiny = load_recipe(test::source_dir() / "recipes" / "tiny.toml");
+  EXPECT_EQ(tiny.model.attention_layers, (std::vector<bool>{true, false}));
+  EXPECT_NE(recipe_hash(tiny), recipe_hash(small));
+}
+
+TEST(Recipe, ErrorsNameFileLineAndField) {
+  EXPECT_NE(error_of("[model]\nn_layers = 3\n").find("bad.toml:2: field 'model.n_layers': unknown field"),
+            std::string::npos)
+      << error_of("[model]\nn_layers = 3\n");
+  EXPECT_NE(error_of("[model]\nn_layer = \"ten\"\n").find("field 'model.n_layer': expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("[models]\nn_layer = 3\n").find("field 'models': unknown field"), std::string::npos);
+  EXPECT_NE(error_of("[batch]\ntokens_per_step = 1000\n").find("field 'batch.tokens_per_step'"), std::string::npos);
+  EXPECT_NE(error_of("[run]\nnan_policy = \"ignore\"\n").find("field 'run.nan_policy'"), std::string::npos);
+  EXPECT_NE(error_of("[model]\nn_layer = 2\nattention_layers = [true]\n").find("'attention_layers'"), std::string::npos);
+  EXPECT_NE(error_of("[optimizer]\nmuon_ns_coefficients = [1, 2]\n").find("field 'optimizer.muon_ns_coefficients'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model\n").find("bad.toml:1"), std::string::npos) << error_of("[model\n");
+  EXPECT_NE(error_of("model = 3\n").find("field 'model': expected a table"), std::string::npos);
+}
+
+TEST(Recipe, HashFollowsEveryField) {
+  Recipe a, b;
+  b.optimizer.adam_eps = 1e-9;
+  EXPECT_NE(recipe_hash(a), recipe_hash(b));
+  Recipe c = parse_recipe("[schedule]\nwarmdown_fraction = 0.2\n", "c.toml");
+  EXPECT_EQ(recipe_hash(a), recipe_hash(c));  // stating a default changes nothing
+}
+
+}  // namespace
+}  // namespace ct

@@ -1,0 +1,69 @@
+#pragma once
+// A small prepared data folder for the trainer tests: a hand-made corpus of simple, repetitive English
+// sentences (so that a tiny model's loss visibly falls), tokenized by prepare_data with the data
+// tests' byte-level stand-in encoder (257 ids), and recipes/tiny.toml resized to that vocabulary.
+// The tokenizer/ files are placeholders: the trainer only copies them into the checkpoint.
+#include <string>
+#include <vector>
+
+#include "data/data_test_support.h"
+#include "data/prepare.h"
+#include "train/recipe.h"
+#include "util/json.h"
+
+namespace ct::test {
+
+inline fs::path make_test_data(const fs::path& root) {
+  const std::vector<std::string> subjects = {"the cat", "a dog", "my friend", "the old man", "her sister", "the bird"};
+  const std::vector<std::string> verbs = {"sees", "likes", "finds", "follows", "calls", "meets"};
+  const std::vector<std::string> objects = {"the river", "a small house", "the garden", "an apple", "the ship", "a red door"};
+  std::vector<std::pair<std::string, std::string>> docs;
+  for (int d = 0; d < 240; ++d) {
+    std::string text;
+    for (int s = 0; s < 6; ++s) {
+      const size_t k = static_cast<size_t>(d * 7 + s * 13);
+      text += subjects[k % subjects.size()] + " " + verbs[(k / 3) % verbs.size()] + " " + objects[(k / 5) % objects.size()] + ". ";
+    }
+    docs.emplace_back("doc" + std::to_string(d), text);
+  }
+  write_jsonl(root / "raw" / "corpus" / "train_000.jsonl", docs);
+  PrepareSettings settings;
+  settings.data_dir = root / "raw";
+  settings.out_dir = root / "data";
+  settings.shard_tokens = 20000;
+  settings.heldout_tokens = 4000;
+  settings.threads = 2;
+  settings.progress = false;
+  ByteEncoder encoder;
+  prepare_data(settings, encoder);
+  fs::create_directories(root / "data" / "tokenizer");
+  write_file_atomic(root / "data" / "tokenizer" / "tokenizer.tiktoken", "placeholder for the trainer tests\n");
+  write_file_atomic(root / "data" / "tokenizer" / "tokenizer.json", "{\"placeholder\": true}\n");
+  return root / "data";
+}
+
+// recipes/tiny.toml with the byte-level vocabulary of make_test_data.
+inline Recipe tiny_recipe() {
+  Recipe r = load_recipe(source_dir() / "recipes" / "tiny.toml");
+  r.model.vocab_size = 257;
+  r.threads = 1;  // a loaded 2-core machine makes multi-threaded tiny steps slow; determinism tests set 2
+  return r;
+}
+
+inline std::vector<Json> read_metrics(const fs::path& run_dir) {
+  std::vector<Json> rows;
+  std::istringstream in(read_file(run_dir / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) rows.push_back(Json::parse(line));
+  return rows;
+}
+
+inline std::vector<Json> rows_of_kind(const std::vector<Json>& rows, const std::string& kind) {
+  std::vector<Json> out;
+  for (const Json& r : rows)
+    if (r["kind"] == kind) out.push_back(r);
+  return out;
+}
+
+}  // namespace ct::test

@@ -1,0 +1,274 @@
+// The trainer: runs by steps, determinism, resume equals an uninterrupted run, the training clock of a
+// timed run, the startup cap, non-finite handling, and the checkpoint folder.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+#include "optim/schedule.h"
+#include "train/checkpoint.h"
+#include "train/train_test_support.h"
+#include "train/trainer.h"
+
+namespace ct {
+namespace {
+
+// One data folder for the whole suite (preparing it takes a moment).
+class TrainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new test::TempDir();
+    data_ = test::make_test_data(root_->path());
+  }
+  static void TearDownTestSuite() {
+    delete root_;
+    root_ = nullptr;
+  }
+  TrainOptions options(const std::string& run, const Recipe& recipe) {
+    TrainOptions o;
+    o.recipe = recipe;
+    o.data_dir = data_;
+    o.out_dir = scratch_.path() / run;
+    o.progress_line = false;
+    return o;
+  }
+  std::vector<double> losses(const std::string& run) {
+    std::vector<double> out;
+    for (const Json& r : test::rows_of_kind(test::read_metrics(scratch_.path() / run), "train"))
+      out.push_back(r["loss"].get<double>());
+    return out;
+  }
+  static test::TempDir* root_;
+  static fs::path data_;
+  test::TempDir scratch_;
+};
+test::TempDir* TrainerTest::root_ = nullptr;
+fs::path TrainerTest::data_;
+
+TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 30;
+  r.eval_every_steps = 10;
+  TrainResult result = train(options("a", r));
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_EQ(result.stop_reason, "steps");
+  EXPECT_EQ(result.steps, 30);
+  EXPECT_EQ(result.tokens, 30 * 1024);
+  auto rows = test::read_metrics(scratch_.path() / "a");
+  auto train_rows = test::rows_of_kind(rows, "train");
+  ASSERT_EQ(train_rows.size(), 30u);
+  const double first = train_rows.front()["loss"], last = train_rows.back()["loss"];
+  EXPECT_NEAR(first, std::log(257.0), 0.05);  // lm_head starts at 0
+  EXPECT_LT(last, first - 1.5) << "the repetitive corpus should be learned quickly";
+  for (const char* field : {"step", "tokens", "clock_seconds", "loss", "lr_factor", "grad_norm", "tokens_per_second",
+                            "flops_per_second", "mfu", "step_seconds"})
+    EXPECT_TRUE(train_rows[5].contains(field)) << field;
+  // by steps: progress = (step - 1) / steps, so the warmdown starts after step 24 and ends near 0
+  EXPECT_EQ(train_rows[23]["lr_factor"].get<double>(), 1.0);
+  EXPECT_NEAR(train_rows[29]["lr_factor"].get<double>(), lr_factor(ScheduleConfig{}, 29.0 / 30.0), 1e-12);
+  auto evals = test::rows_of_kind(rows, "eval");
+  ASSERT_EQ(evals.size(), 3u);
+  EXPECT_EQ(evals[0]["split"], "heldout");
+  EXPECT_LT(evals[2]["loss"].get<double>(), evals[0]["loss"].get<double>());
+  EXPECT_TRUE(result.last_eval_loss > 0);
+  // the checkpoint folder: model, config, tokenizer files, training state
+  const fs::path ckpt = scratch_.path() / "a" / "checkpoint";
+  for (const char* f : {"model.safetensors", "config.json", "tokenizer.tiktoken", "tokenizer.json", "training_state.safetensors"})
+    EXPECT_TRUE(fs::exists(ckpt / f)) << f;
+  EXPECT_EQ(load_model_config(ckpt).vocab_size, 257);
+  EXPECT_TRUE(fs::exists(scratch_.path() / "a" / "train_summary.json"));
+  ASSERT_FALSE(result.shards_read.empty());
+  for (const auto& [name, sha] : result.shards_read) EXPECT_EQ(name.rfind("train_", 0), 0u) << name;
+  // a second fresh run into the same folder is refused
+  EXPECT_THROW(train(options("a", r)), Error);
+}
+
+TEST_F(TrainerTest, SameSeedGivesBitIdenticalLosses) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 4;
+  r.eval_every_steps = 0;
+  r.threads = 2;
+  ASSERT_TRUE(train(options("one", r)).ok());
+  ASSERT_TRUE(train(options("two", r)).ok());
+  EXPECT_EQ(losses("one"), losses("two"));
+  r.seed = 43;
+  ASSERT_TRUE(train(options("three", r)).ok());
+  EXPECT_NE(losses("one"), losses("three"));
+}
+
+TEST_F(TrainerTest, ResumedRunEqualsUninterruptedRun) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 8;
+  r.eval_every_steps = 0;
+  ASSERT_TRUE(train(options("whole", r)).ok());
+  TrainOptions first = options("split", r);
+  first.stop_after_steps = 3;
+  TrainResult part = train(first);
+  ASSERT_TRUE(part.ok()) << part.error;
+  EXPECT_EQ(part.stop_reason, "stop_after_steps");
+  EXPECT_EQ(part.steps, 3);
+  TrainOptions second = options("split", r);
+  second.resume_dir = scratch_.path() / "split" / "checkpoint";
+  TrainResult rest = train(second);
+  ASSERT_TRUE(rest.ok()) << rest.error;
+  EXPECT_EQ(rest.steps, 8);
+  EXPECT_EQ(rest.tokens, 8 * 1024);
+  const auto whole = losses("whole"), split = losses("split");
+  ASSERT_EQ(split.size(), 8u);
+  EXPECT_EQ(split, whole);  // bit-identical, step for step
+  // and the same final weights
+  SafetensorsFile a(scratch_.path() / "whole" / "checkpoint" / "model.safetensors");
+  SafetensorsFile b(scratch_.path() / "split" / "checkpoint" / "model.safetensors");
+  for (const SafetensorsEntry& e : a.entries()) {
+    std::vector<float> va(static_cast<size_t>(e.numel())), vb(va.size());
+    a.read(e, va.data());
+    b.read(b.expect(e.name, e.dtype, e.shape), vb.data());
+    EXPECT_EQ(va, vb) << e.name;
+  }
+  auto events = test::rows_of_kind(test::read_metrics(scratch_.path() / "split"), "event");
+  bool resumed = false;
+  for (const Json& e : events) resumed |= e["event"] == "resume";
+  EXPECT_TRUE(resumed);
+}
+
+TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
+  Recipe r = test::tiny_recipe();
+  r.run_by = "budget";
+  r.budget_seconds = 4.0;
+  r.startup_steps = 2;
+  r.eval_every_steps = 0;
+  TrainResult result = train(options("timed", r));
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_EQ(result.stop_reason, "budget");
+  EXPECT_LE(result.train_clock_seconds, r.budget_seconds);
+  auto rows = test::read_metrics(scratch_.path() / "timed");
+  auto train_rows = test::rows_of_kind(rows, "train");
+  ASSERT_GE(train_rows.size(), 3u);
+  // the startup steps are outside the clock; the clock is the sum of the other steps' times
+  double clock_sum = 0, max_step = 0;
+  for (size_t i = 0; i < train_rows.size(); ++i) {
+    const Json& row = train_rows[i];
+    max_step = std::max(max_step, row["step_seconds"].get<double>());
+    if (i < 2) {
+      EXPECT_EQ(row["clock_seconds"].get<double>(), 0.0);
+      EXPECT_FALSE(row["in_clock"].get<bool>());
+      EXPECT_EQ(row["lr_factor"].get<double>(), 1.0);
+    } else {
+      EXPECT_TRUE(row["in_clock"].get<bool>());
+      clock_sum += row["step_seconds"].get<double>();
+    }
+  }
+  EXPECT_NEAR(clock_sum, result.train_clock_seconds, 1e-9);
+  // each step's lr factor follows the clock at its start: progress = clock / budget
+  for (size_t i = 2; i < train_rows.size(); ++i) {
+    const double before = train_rows[i]["clock_seconds"].get<double>() - train_rows[i]["step_seconds"].get<double>();
+    EXPECT_NEAR(train_rows[i]["lr_factor"].get<double>(), lr_factor(r.schedule, before / r.budget_seconds), 1e-9) << i;
+  }
+  // The run stopped because one more step (estimated at 1.5 x the slowest recent one) would pass the
+  // budget, so the last step started less than 2.5 x max_step before it: lr < 2.5 max_step / (0.2 budget).
+  const double last_lr = train_rows.back()["lr_factor"].get<double>();
+  EXPECT_LT(last_lr, 2.5 * max_step / (0.2 * r.budget_seconds) + 1e-9) << "max step " << max_step;
+  std::cout << train_rows.size() << " steps, last lr factor " << last_lr << ", slowest step " << max_step << " s\n";
+  bool clock_start = false;
+  for (const Json& e : test::rows_of_kind(rows, "event"))
+    if (e["event"] == "clock_start") {
+      clock_start = true;
+      EXPECT_EQ(e["step"].get<int64_t>(), 2);
+    }
+  EXPECT_TRUE(clock_start);
+  EXPECT_GT(result.startup_seconds, 0.0);
+}
+
+TEST_F(TrainerTest, StartupOverTheCapFailsTheRun) {
+  Recipe r = test::tiny_recipe();
+  r.startup_cap_seconds = 1e-6;
+  TrainResult result = train(options("cap", r));
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(result.stop_reason, "startup_cap");
+  EXPECT_NE(result.error.find("startup_cap_seconds"), std::string::npos) << result.error;
+  EXPECT_TRUE(result.checkpoint_dir.empty());
+  bool recorded = false;
+  for (const Json& e : test::rows_of_kind(test::read_metrics(scratch_.path() / "cap"), "event"))
+    recorded |= e["event"] == "startup_cap_exceeded";
+  EXPECT_TRUE(recorded);
+}
+
+// A checkpoint with a NaN in one weight.
+void poison_checkpoint(const fs::path& ckpt, const std::string& tensor, size_t index) {
+  SafetensorsFile file(ckpt / "model.safetensors");
+  std::vector<std::vector<float>> data;
+  data.reserve(file.entries().size());
+  SafetensorsWriter w;
+  for (const SafetensorsEntry& e : file.entries()) {
+    data.emplace_back(static_cast<size_t>(e.numel()));
+    file.read(e, data.back().data());
+    if (e.name == tensor) data.back()[index] = std::nanf("");
+    w.add(e.name, e.dtype, e.shape, data.back().data());
+  }
+  for (const auto& [k, v] : file.metadata()) w.set_metadata(k, v);
+  w.write(ckpt / "model.safetensors");
+}
+
+TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 5;
+  r.eval_every_steps = 0;
+  TrainOptions first = options("nan", r);
+  first.stop_after_steps = 2;
+  ASSERT_TRUE(train(first).ok());
+  const fs::path ckpt = scratch_.path() / "nan" / "checkpoint";
+  fs::copy(ckpt, scratch_.path() / "clean", fs::copy_options::recursive);
+  // a NaN in the head's row of token 'e' (101): every position's loss is NaN
+  poison_checkpoint(ckpt, "lm_head.weight", 101 * 64 + 3);
+
+  TrainOptions stop = options("nan", r);
+  stop.resume_dir = ckpt;
+  TrainResult stopped = train(stop);
+  EXPECT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.stop_reason, "nonfinite");
+  EXPECT_NE(stopped.error.find("step 3: the loss of micro-batch 1 is nan"), std::string::npos) << stopped.error;
+  EXPECT_EQ(stopped.nonfinite_steps, 1);
+  EXPECT_EQ(stopped.steps, 3);
+
+  r.nan_policy = "skip";
+  TrainOptions skip = options("nan", r);
+  skip.resume_dir = ckpt;
+  TrainResult skipped = train(skip);
+  EXPECT_TRUE(skipped.ok()) << skipped.error;
+  EXPECT_EQ(skipped.steps, 5);
+  EXPECT_EQ(skipped.nonfinite_steps, 3);  // steps 3, 4, 5: the weights stay poisoned
+  int skip_events = 0;
+  for (const Json& e : test::rows_of_kind(test::read_metrics(scratch_.path() / "nan"), "event"))
+    skip_events += e["event"] == "nonfinite_skipped";
+  EXPECT_EQ(skip_events, 3);
+
+  // A NaN inside the MLP: relu^2 may hide it from the loss, never from the gradients, which the
+  // step checks tensor by tensor.
+  poison_checkpoint(scratch_.path() / "clean", "transformer.h.0.mlp.c_fc.weight", 3);
+  r.nan_policy = "stop";
+  TrainOptions grads = options("nan-grad", r);
+  grads.resume_dir = scratch_.path() / "clean";
+  TrainResult bad_grads = train(grads);
+  EXPECT_FALSE(bad_grads.ok());
+  EXPECT_NE(bad_grads.error.find("step 3: the "), std::string::npos) << bad_grads.error;
+}
+
+TEST_F(TrainerTest, ResumeRejectsAnotherModelShape) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 2;
+  r.eval_every_steps = 0;
+  ASSERT_TRUE(train(options("shape", r)).ok());
+  r.model.n_embd = 128;
+  TrainOptions o = options("shape2", r);
+  o.resume_dir = scratch_.path() / "shape" / "checkpoint";
+  try {
+    train(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ct
