@@ -131,6 +131,7 @@ Schema schema_for(Recipe& r) {
       {"run",
        {{"run_by", string_field(r.run_by)},
         {"budget_seconds", number_field(r.budget_seconds)},
+        {"step_time_margin", number_field(r.step_time_margin)},
         {"steps", int_field(r.steps)},
         {"startup_steps", int_field(r.startup_steps)},
         {"startup_cap_seconds", number_field(r.startup_cap_seconds)},
@@ -178,6 +179,8 @@ void Recipe::validate(const std::string& where) const {
         run_by, "\"");
   check(std::isfinite(budget_seconds) && budget_seconds > 0, field("run.budget_seconds"),
         ": expected a positive number, got ", budget_seconds);
+  check(std::isfinite(step_time_margin) && step_time_margin >= 1.0, field("run.step_time_margin"),
+        ": expected a number >= 1, got ", step_time_margin);
   check(steps > 0, field("run.steps"), ": expected a positive integer, got ", steps);
   check(startup_steps >= 0, field("run.startup_steps"), ": expected >= 0, got ", startup_steps);
   check(startup_cap_seconds > 0, field("run.startup_cap_seconds"), ": expected a positive number");
@@ -258,6 +261,7 @@ Json to_json(const Recipe& r) {
       {"run",
        {{"run_by", r.run_by},
         {"budget_seconds", r.budget_seconds},
+        {"step_time_margin", r.step_time_margin},
         {"steps", r.steps},
         {"startup_steps", r.startup_steps},
         {"startup_cap_seconds", r.startup_cap_seconds},

@@ -30,6 +30,10 @@ struct Recipe {
   // [run]
   std::string run_by = "budget";  // "budget": stop at budget_seconds of training clock; "steps": after `steps`
   double budget_seconds = 1800.0;
+  // A timed run starts a step only if step_time_margin x the slowest of its last 10 steps still ends
+  // within the budget: the margin absorbs a step slower than any recent one (the clock must never
+  // pass the budget), at the cost of up to that much unused budget at the end.
+  double step_time_margin = 1.25;
   int64_t steps = 1000;
   int64_t startup_steps = 2;      // first optimizer steps excluded from the clock (harness.md)
   double startup_cap_seconds = 900.0;

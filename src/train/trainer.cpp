@@ -13,7 +13,7 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
-#include "train/metrics_log.h"
+#include "train/metrics_writer.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -27,10 +27,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The budget check: the next step may start only if the slowest of the last kStepTimeWindow steps,
-// times kStepTimeMargin, still ends within the budget (the margin absorbs a step slower than any
-// recent one; at the baseline's step times it costs well under 0.1% of the budget).
+// times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
-constexpr double kStepTimeMargin = 1.5;
 
 std::string format_duration(double seconds) {
   if (seconds < 0) seconds = 0;
@@ -75,7 +73,7 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TokenLoader> loader_, heldout_;
   LoaderState heldout_start_;
-  std::unique_ptr<MetricsLog> log_;
+  std::unique_ptr<MetricsWriter> log_;
   ProgressLine progress_line_;
   TrainingProgress progress_;
   fs::path tokenizer_dir_;
@@ -92,6 +90,8 @@ void Run::set_up() {
   const Recipe& r = recipe_;
   result_.recipe_name = r.name;
   result_.recipe_sha256 = recipe_hash(r);
+  result_.seed = r.seed;
+  result_.resumed_from = options_.resume_dir;
   result_.budget_seconds = r.timed() ? r.budget_seconds : 0.0;
   result_.startup_cap_seconds = r.startup_cap_seconds;
 
@@ -112,16 +112,20 @@ void Run::set_up() {
   check(manifest.vocab_size == r.model.vocab_size, manifest_path, ": vocab_size ", manifest.vocab_size,
         " differs from the recipe's model.vocab_size ", r.model.vocab_size, " (", r.source_path, ")");
   tokenizer_dir_ = options_.data_dir / "tokenizer";
-  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"})
+  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"}) {
     check(fs::exists(tokenizer_dir_ / name), (tokenizer_dir_ / name).string(),
           ": missing (the checkpoint carries the tokenizer; prepare the data folder with `clocktrain data prepare`)");
+    if (options_.read_guard) options_.read_guard->admit(tokenizer_dir_ / name);  // copied into each checkpoint
+  }
   const int64_t T = r.model.sequence_len;
-  loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed);
+  loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed, 0, 1,
+                                          options_.read_guard);
   result_.manifest_sha256 = loader_->manifest_sha256();
   const bool eval_enabled = r.eval_tokens > 0 && (r.eval_every_steps > 0 || r.eval_every_seconds > 0);
   if (eval_enabled && manifest.tokens_of("heldout") > 0) {
     const int64_t rows = std::min(r.micro_batch_rows, r.eval_tokens / T);
-    heldout_ = std::make_unique<TokenLoader>(options_.data_dir, "heldout", rows, T, /*seed=*/0);
+    heldout_ = std::make_unique<TokenLoader>(options_.data_dir, "heldout", rows, T, /*seed=*/0, 0, 1,
+                                             options_.read_guard);
     heldout_start_ = heldout_->state();
   }
 
@@ -135,7 +139,7 @@ void Run::set_up() {
       check(!fs::exists(options_.out_dir / name), (options_.out_dir / name).string(),
             ": the run folder already holds a run; choose a new --out, or --resume its checkpoint");
     model_->initialize(r.seed);
-    log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl");
+    log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl");
     log_->event(0, 0.0, "start",
                 str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
                     " parameters, ", result_.device_description, ", ", result_.threads, " threads"));
@@ -151,7 +155,7 @@ void Run::resume() {
   CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
   loader_->restore(loader_state_from_json(c.loader_state));
   progress_ = c.progress;
-  log_ = std::make_unique<MetricsLog>(options_.out_dir / "metrics.jsonl", progress_.step);
+  log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl", progress_.step);
   std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
                            fixed(progress_.clock_seconds, 1), " s");
   if (c.recipe_sha256 != result_.recipe_sha256)
@@ -167,7 +171,7 @@ double Run::progress() const {
 bool Run::budget_allows_next_step() const {
   if (recent_step_seconds_.empty()) return progress_.clock_seconds < recipe_.budget_seconds;
   const double estimate =
-      kStepTimeMargin * *std::max_element(recent_step_seconds_.begin(), recent_step_seconds_.end());
+      recipe_.step_time_margin * *std::max_element(recent_step_seconds_.begin(), recent_step_seconds_.end());
   return progress_.clock_seconds + estimate <= recipe_.budget_seconds;
 }
 
@@ -220,7 +224,7 @@ bool Run::step() {
       result_.stop_reason = "nonfinite";
       return false;
     }
-    log_->event(step_number, progress_.clock_seconds, "nonfinite_skipped", message + " (nan_policy skip)");
+    log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; skipped (nan_policy skip)");
   }
 
   // The clock starts once the startup steps are done (or at once when there are none).
@@ -406,6 +410,7 @@ Json to_json(const TrainResult& r) {
               {"stop_reason", r.stop_reason},
               {"error", r.error.empty() ? Json(nullptr) : Json(r.error)},
               {"checkpoint_dir", r.checkpoint_dir.string()},
+              {"init", {{"seed", r.seed}, {"resumed_from", r.resumed_from.empty() ? Json(nullptr) : Json(r.resumed_from.string())}}},
               {"data", {{"manifest_sha256", r.manifest_sha256}, {"shards_read", shards}}},
               {"device",
                {{"backend", r.backend},

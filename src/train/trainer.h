@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "train/recipe.h"
+#include "util/read_guard.h"
 #include "util/json.h"
 
 namespace ct {
@@ -35,6 +36,10 @@ struct TrainOptions {
   // Stop after this many steps of this process, writing a resumable checkpoint (0 = no limit):
   // for runs split over several sessions, and for the resume tests.
   int64_t stop_after_steps = 0;
+  // Optional (must outlive the run): admits every file the trainer opens from the data folder (the
+  // loaders' manifest and shards, the tokenizer files), refusing what it forbids (harness.md's data
+  // gate: the harness forbids val/ and eval_bundle/ and reads the record afterwards).
+  ReadGuard* read_guard = nullptr;
 };
 
 struct TrainResult {
@@ -54,6 +59,8 @@ struct TrainResult {
   std::string stop_reason;           // "budget", "steps", "stop_after_steps", "nonfinite", "startup_cap"
   std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
   std::filesystem::path checkpoint_dir;  // empty when none was written
+  uint64_t seed = 0;                      // the weights' seeded initialisation (model.md)
+  std::filesystem::path resumed_from;     // the checkpoint the run continued from; empty for a fresh run
   std::string manifest_sha256;
   std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256
   std::string backend, device_description;

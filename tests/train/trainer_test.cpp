@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
@@ -86,12 +87,13 @@ TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
 
 TEST_F(TrainerTest, SameSeedGivesBitIdenticalLosses) {
   Recipe r = test::tiny_recipe();
-  r.steps = 4;
+  r.steps = 3;
   r.eval_every_steps = 0;
-  r.threads = 2;
+  r.threads = 2;  // two threads split the work, and the result must not depend on the timing
   ASSERT_TRUE(train(options("one", r)).ok());
   ASSERT_TRUE(train(options("two", r)).ok());
   EXPECT_EQ(losses("one"), losses("two"));
+  r.threads = 1;
   r.seed = 43;
   ASSERT_TRUE(train(options("three", r)).ok());
   EXPECT_NE(losses("one"), losses("three"));
@@ -136,6 +138,7 @@ TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
   Recipe r = test::tiny_recipe();
   r.run_by = "budget";
   r.budget_seconds = 4.0;
+  r.step_time_margin = 2.0;  // tiny steps on a loaded machine vary a lot
   r.startup_steps = 2;
   r.eval_every_steps = 0;
   TrainResult result = train(options("timed", r));
@@ -165,10 +168,10 @@ TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
     const double before = train_rows[i]["clock_seconds"].get<double>() - train_rows[i]["step_seconds"].get<double>();
     EXPECT_NEAR(train_rows[i]["lr_factor"].get<double>(), lr_factor(r.schedule, before / r.budget_seconds), 1e-9) << i;
   }
-  // The run stopped because one more step (estimated at 1.5 x the slowest recent one) would pass the
-  // budget, so the last step started less than 2.5 x max_step before it: lr < 2.5 max_step / (0.2 budget).
+  // The run stopped because one more step (estimated at 2 x the slowest recent one) would pass the
+  // budget, so the last step started less than 3 x max_step before it: lr < 3 max_step / (0.2 budget).
   const double last_lr = train_rows.back()["lr_factor"].get<double>();
-  EXPECT_LT(last_lr, 2.5 * max_step / (0.2 * r.budget_seconds) + 1e-9) << "max step " << max_step;
+  EXPECT_LT(last_lr, 3.0 * max_step / (0.2 * r.budget_seconds) + 1e-9) << "max step " << max_step;
   std::cout << train_rows.size() << " steps, last lr factor " << last_lr << ", slowest step " << max_step << " s\n";
   bool clock_start = false;
   for (const Json& e : test::rows_of_kind(rows, "event"))
@@ -240,7 +243,7 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   EXPECT_EQ(skipped.nonfinite_steps, 3);  // steps 3, 4, 5: the weights stay poisoned
   int skip_events = 0;
   for (const Json& e : test::rows_of_kind(test::read_metrics(scratch_.path() / "nan"), "event"))
-    skip_events += e["event"] == "nonfinite_skipped";
+    skip_events += e["event"] == "nonfinite" && e["detail"].get<std::string>().find("skipped") != std::string::npos;
   EXPECT_EQ(skip_events, 3);
 
   // A NaN inside the MLP: relu^2 may hide it from the loss, never from the gradients, which the
@@ -252,6 +255,23 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   TrainResult bad_grads = train(grads);
   EXPECT_FALSE(bad_grads.ok());
   EXPECT_NE(bad_grads.error.find("step 3: the "), std::string::npos) << bad_grads.error;
+}
+
+TEST_F(TrainerTest, ReadGuardRecordsEveryFileTheTrainerOpens) {
+  Recipe r = test::tiny_recipe();
+  r.steps = 2;
+  r.eval_every_steps = 1;
+  ReadGuard guard;
+  guard.forbid(root_->path() / "raw", "the raw corpus");
+  TrainOptions o = options("guarded", r);
+  o.read_guard = &guard;
+  ASSERT_TRUE(train(o).ok());
+  std::set<std::string> names;
+  for (const std::string& path : guard.opened()) names.insert(fs::path(path).filename().string());
+  for (const char* f : {"manifest.json", "train_000.bin", "heldout_000.bin", "tokenizer.json", "tokenizer.tiktoken"})
+    EXPECT_EQ(names.count(f), 1u) << f;
+  for (const std::string& n : names) EXPECT_EQ(n.find("val_"), std::string::npos) << n;
+  EXPECT_TRUE(guard.refused().empty());
 }
 
 TEST_F(TrainerTest, ResumeRejectsAnotherModelShape) {

@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "train/metrics_writer.h"
 
 #include <cerrno>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 namespace ct {
 
-MetricsLog::MetricsLog(const std::filesystem::path& path, int64_t keep_through_step) : path_(path) {
+MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step) : path_(path) {
   if (keep_through_step >= 0 && std::filesystem::exists(path)) {
     std::istringstream in(read_file(path));
     std::string line, kept;
@@ -31,17 +31,17 @@ MetricsLog::MetricsLog(const std::filesystem::path& path, int64_t keep_through_s
   check(file_ != nullptr, path.string(), ": cannot open for appending: ", std::strerror(errno));
 }
 
-MetricsLog::~MetricsLog() {
+MetricsWriter::~MetricsWriter() {
   if (file_) std::fclose(file_);
 }
 
-void MetricsLog::write(const OrderedJson& row) {
+void MetricsWriter::write(const OrderedJson& row) {
   const std::string line = row.dump() + "\n";
   check(std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0, path_.string(),
         ": write failed: ", std::strerror(errno));
 }
 
-void MetricsLog::event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail) {
+void MetricsWriter::event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail) {
   write(OrderedJson{{"kind", "event"}, {"step", step}, {"clock_seconds", clock_seconds}, {"event", name},
                     {"detail", detail}});
 }

@@ -9,14 +9,14 @@
 
 namespace ct {
 
-class MetricsLog {
+class MetricsWriter {
  public:
   // Opens for appending. When keep_through_step >= 0 (a resumed run), lines of steps after it are
   // dropped first (atomically), so the log continues the checkpoint's run without duplicates.
-  MetricsLog(const std::filesystem::path& path, int64_t keep_through_step = -1);
-  ~MetricsLog();
-  MetricsLog(const MetricsLog&) = delete;
-  MetricsLog& operator=(const MetricsLog&) = delete;
+  MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step = -1);
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   void write(const OrderedJson& row);
   void event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail);

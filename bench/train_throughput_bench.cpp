@@ -1,0 +1,192 @@
+// Training throughput of a recipe on this machine: the trainer's step (zero grads, forward and
+// backward over the micro-batches, gradient check, Muon + AdamW) on random tokens, timed step by
+// step, next to the f32 GEMM peak measured in the same run through the same backend and library.
+//
+//   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
+//                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
+//
+// --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
+// one thread, that is close to what the step takes on an idle core (other programs' time slices are
+// not counted, their cache and memory traffic still is). With more threads it also counts OpenMP's
+// spin-waiting, so use it with --threads 1.
+//
+// Prints a human summary and one JSON line (prefix "json: ") with tokens/s, model FLOP/s (nanochat's
+// count: model/config.h flops_per_token), the GEMM peak and their ratio (MFU against the measured
+// peak), and the median seconds of each phase. bench/train_throughput.sh runs it next to PyTorch.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/gpt.h"
+#include "model/init_rng.h"
+#include "optim/optimizer.h"
+#include "train/recipe.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/threads.h"
+
+namespace {
+
+using namespace ct;
+
+bool g_cpu_clock = false;
+
+// Seconds on the chosen clock: monotonic wall time, or the process's CPU time.
+double now_seconds() {
+  if (!g_cpu_clock) return monotonic_seconds();
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+class Timer {
+ public:
+  Timer() : start_(now_seconds()) {}
+  double seconds() const { return now_seconds() - start_; }
+  void restart() { start_ = now_seconds(); }
+
+ private:
+  double start_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Best of `repeats` square f32 GEMMs of size n through the backend (the first call warms up).
+double gemm_peak(Backend& backend, int64_t n, int repeats) {
+  Buffer a(backend, {n, n}, DType::f32), b(backend, {n, n}, DType::f32), c(backend, {n, n}, DType::f32);
+  backend.fill(a, 0.5);
+  backend.fill(b, 0.25);
+  double best = 1e30;
+  for (int r = 0; r <= repeats; ++r) {
+    Timer w;
+    backend.gemm(a, b, c, false, false);
+    backend.synchronize();
+    if (r > 0) best = std::min(best, w.seconds());
+  }
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
+}
+
+int run(int argc, char** argv) {
+  check(argc >= 2, "usage: train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] "
+                   "[--tokens-per-step N] [--micro-batch-rows N] [--backend NAME]");
+  Recipe recipe = load_recipe(argv[1]);
+  const int64_t recipe_tokens_per_step = recipe.tokens_per_step;
+  int threads = 0, steps = 5, warmup = 2;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--threads") threads = std::stoi(value);
+    else if (flag == "--steps") steps = std::stoi(value);
+    else if (flag == "--warmup") warmup = std::stoi(value);
+    else if (flag == "--tokens-per-step") recipe.tokens_per_step = std::stoll(value);
+    else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
+    else if (flag == "--backend") recipe.backend = value;
+    else if (flag == "--clock") g_cpu_clock = (value == "cpu");
+    else fail("train_throughput_bench: unknown option ", flag);
+  }
+  recipe.threads = threads;
+  recipe.validate(std::string(argv[1]) + " (with the bench's options)");
+
+  BackendOptions options;
+  options.name = recipe.backend;
+  options.threads = set_thread_count(threads);
+  auto backend = create_backend(options);
+  const double peak_before = gemm_peak(*backend, 1536, 4);
+
+  GPT model(*backend, recipe.model);
+  model.initialize(recipe.seed);
+  Optimizer optimizer(model, recipe.optimizer);
+  const int64_t B = recipe.micro_batch_rows, T = recipe.model.sequence_len, micro = recipe.micro_steps();
+  std::vector<int32_t> inputs(static_cast<size_t>(B * T)), targets(inputs.size());
+  uint64_t counter = 0;
+  auto fill_batch = [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      inputs[i] = static_cast<int32_t>(splitmix64_mix(counter++) % static_cast<uint64_t>(recipe.model.vocab_size));
+      targets[i] = static_cast<int32_t>(splitmix64_mix(counter++) % static_cast<uint64_t>(recipe.model.vocab_size));
+    }
+  };
+
+  std::vector<double> step_s, forward_s, backward_s, optimizer_s;
+  for (int s = 0; s < warmup + steps; ++s) {
+    double fwd = 0, bwd = 0;
+    Timer step;
+    model.zero_grad();
+    for (int64_t m = 0; m < micro; ++m) {
+      fill_batch();
+      Timer w;
+      model.forward(inputs.data(), targets.data(), B, T);
+      backend->synchronize();
+      fwd += w.seconds();
+      w.restart();
+      model.backward(1.0 / static_cast<double>(micro));
+      backend->synchronize();
+      bwd += w.seconds();
+    }
+    Timer w;
+    const GradientCheck g = optimizer.check_gradients();
+    optimizer.step(1.0, g.norm);
+    backend->synchronize();
+    const double opt = w.seconds(), total = step.seconds();
+    std::fprintf(stderr, "%s step %d: %.3f s (forward %.3f, backward %.3f, optimizer %.3f)\n",
+                 s < warmup ? "warm-up" : "measured", s + 1, total, fwd, bwd, opt);
+    if (s < warmup) continue;
+    step_s.push_back(total);
+    forward_s.push_back(fwd);
+    backward_s.push_back(bwd);
+    optimizer_s.push_back(opt);
+  }
+  const double peak_after = gemm_peak(*backend, 1536, 4);
+  const double peak = std::max(peak_before, peak_after);
+  const double step_median = median(step_s);
+  const double tokens_per_second = static_cast<double>(recipe.tokens_per_step) / step_median;
+  const double flops_per_second = recipe.model.flops_per_token() * tokens_per_second;
+
+  std::printf("%s: %lld tokens/step (%lld x %lld rows of %lld), %d threads, %s clock, %s\n", recipe.name.c_str(),
+              static_cast<long long>(recipe.tokens_per_step), static_cast<long long>(micro), static_cast<long long>(B),
+              static_cast<long long>(T), options.threads, g_cpu_clock ? "process-CPU" : "wall",
+              backend->device_description().c_str());
+  std::printf("  step %.3f s (median of %d): forward %.3f, backward %.3f, optimizer %.3f\n", step_median, steps,
+              median(forward_s), median(backward_s), median(optimizer_s));
+  std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s (%.1f before, %.1f after): %.1f%% of peak\n",
+              tokens_per_second, flops_per_second / 1e9, peak / 1e9, peak_before / 1e9, peak_after / 1e9,
+              100.0 * flops_per_second / peak);
+  Json j{{"impl", "clocktrain"},
+         {"recipe", recipe.name},
+         {"threads", options.threads},
+         {"clock", g_cpu_clock ? "cpu" : "wall"},
+         {"tokens_per_step", recipe.tokens_per_step},
+         {"recipe_tokens_per_step", recipe_tokens_per_step},
+         {"micro_batch_rows", B},
+         {"steps", steps},
+         {"step_seconds", step_median},
+         {"forward_seconds", median(forward_s)},
+         {"backward_seconds", median(backward_s)},
+         {"optimizer_seconds", median(optimizer_s)},
+         {"tokens_per_second", tokens_per_second},
+         {"flops_per_token", recipe.model.flops_per_token()},
+         {"model_flops_per_second", flops_per_second},
+         {"gemm_peak_flops", peak},
+         {"fraction_of_peak", flops_per_second / peak},
+         {"device", backend->device_description()}};
+  std::printf("json: %s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_throughput_bench: error: %s\n", e.what());
+    return 1;
+  }
+}
