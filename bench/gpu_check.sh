@@ -12,7 +12,8 @@
 #   parity    test_backend_cuda: every op forward/backward against the CPU backend,
 #             graph regions, determinism (and test_model's GPU tests when bundled)      (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
-#   train     train_throughput_bench on the baseline recipe, bf16 on the GPU (when bundled) (100 s)
+#   train     train_throughput_bench on recipes/baseline-cuda.toml (bf16, graphs), then without
+#             graphs and with fp8 MLP products                                          (110 s)
 #   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (170 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
@@ -128,15 +129,22 @@ stage parity 150 parity
 stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --dtype bf16 --repeats 10 --json "$work/ops.json"
 
 # ---- train ----
-if [ -x "$bin/train_throughput_bench" ]; then
-  stage train 100 "$bin/train_throughput_bench" recipes/baseline.toml --backend cuda --steps 20 --warmup 3 \
-    --micro-batch-rows 64 ${TRAIN_ARGS:-}
+# The baseline recipe's step on the GPU (recipes/baseline-cuda.toml: bf16, one micro-batch of 64 x
+# 1024, graph regions), then the same without graphs and with fp8 MLP products: three JSON lines.
+train_runs() {
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3 || return 1
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 2 --graphs false
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 3 --fp8 true
+  return 0
+}
+if [ -x "$bin/train_throughput_bench" ] && [ -f recipes/baseline-cuda.toml ]; then
+  stage train 110 train_runs
 else
   echo "stage train: skipped (train_throughput_bench not in the bundle: the model's GPU path is not built)" | tee -a "$status_file"
 fi
 
 # ---- torch ----
-stage torch 170 env PYTHONUNBUFFERED=1 python3 bench/torch_gpu_reference.py --steps 15 --warmup 3 --json "$work/torch.json"
+stage torch 160 env PYTHONUNBUFFERED=1 python3 bench/torch_gpu_reference.py --steps 15 --warmup 3 --json "$work/torch.json"
 
 # ---- sanitizer (optional) ----
 if command -v compute-sanitizer >/dev/null && [ "$(left)" -gt 75 ]; then

@@ -22,20 +22,26 @@ def load_json(path):
         return None
 
 
-def json_line(path, prefix="json: "):
-    """The last line starting with `prefix` (or any JSON object line) of a log."""
+def json_lines(path, prefix="json: "):
+    """Every line that is a JSON object (after `prefix`, when it starts with it) of a log."""
     try:
-        lines = open(path).read().splitlines()
+        lines = open(path, errors="replace").read().splitlines()
     except OSError:
-        return None
-    for line in reversed(lines):
+        return []
+    found = []
+    for line in lines:
         text = line[len(prefix):] if line.startswith(prefix) else line
         if text.startswith("{"):
             try:
-                return json.loads(text)
+                found.append(json.loads(text))
             except ValueError:
                 continue
-    return None
+    return found
+
+
+def json_line(path, prefix="json: "):
+    found = json_lines(path, prefix)
+    return found[-1] if found else None
 
 
 def gtest_summary(report):
@@ -87,17 +93,22 @@ def main():
         for o in ops:
             lines.append(f"  {o['op']:<24} {o['shape']:<26} {o['ms']:9.3f} ms {o['rate']:9.1f} {o['unit']}")
 
-    train = json_line(os.path.join(work, "train.log"))
+    trains = json_lines(os.path.join(work, "train.log"))
+    train = trains[0] if trains else None
     torch = load_json(os.path.join(work, "torch.json")) or json_line(os.path.join(work, "torch.log"), prefix="")
-    results["train"], results["torch"] = train, torch
+    results["train"], results["torch"] = trains, torch
 
     rows = []
-    if train:
-        tps = train.get("tokens_per_second") or train.get("tokens_per_s")
-        step_ms = train.get("step_ms") or (1000.0 * train["step_seconds"] if "step_seconds" in train else None)
-        flops = train.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
-        memory = train.get("memory_gib") or (train.get("memory_bytes", 0) / 2**30 if train.get("memory_bytes") else None)
-        rows.append(("clocktrain cuda", tps, step_ms, flops, memory))
+    for t in trains:
+        tps = t.get("tokens_per_second")
+        step_ms = t.get("step_ms") or (1000.0 * t["step_seconds"] if "step_seconds" in t else None)
+        flops = t.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
+        memory = t.get("memory_bytes", 0) / 2**30 if t.get("memory_bytes") else None
+        label = "clocktrain cuda " + t.get("compute_dtype", "?") + (" graphs" if t.get("graphs") else " eager") + \
+            (" fp8" if t.get("fp8") else "")
+        rows.append((label, tps, step_ms, flops, memory))
+        if "losses" in t:
+            lines.append(f"  {label}: losses {', '.join(f'{l:.3f}' for l in t['losses'][:3])} ... {t['losses'][-1]:.3f}")
     if torch:
         rows.append((torch.get("implementation", "pytorch"), torch["tokens_per_second"], torch["step_ms"],
                      torch.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN), torch.get("peak_memory_gib")))
@@ -113,8 +124,8 @@ def main():
         lines.append(f"  {name[:34]:<34} {fmt(tps, '{:,.0f}'):>11} {fmt(step_ms, '{:.1f}'):>9} "
                      f"{fmt(mfu and 100 * mfu, '{:.1f}%'):>9} {fmt(mfu_measured and 100 * mfu_measured, '{:.1f}%'):>9} "
                      f"{fmt(memory, '{:.1f}'):>8}")
-    if len(rows) == 2 and rows[0][1] and rows[1][1]:
-        ratio = rows[0][1] / rows[1][1]
+    if train and torch and rows[0][1] and torch.get("tokens_per_second"):
+        ratio = rows[0][1] / torch["tokens_per_second"]
         results["ratio_clocktrain_over_torch"] = ratio
         lines.append(f"  clocktrain / pytorch tokens/s: {ratio:.2f}x   (targets: >= 1.2x, >= 40% MFU ~ 0.98M tokens/s)")
     elif not train:

@@ -74,7 +74,7 @@ for recipe in dict.fromkeys(r["recipe"] for r in rows):
               f"torch {p_th:.0f} tok/s, ratio {p_ct / p_th:.2f}x, {100 * f_ct / peak:.1f}% of peak")
     for r_ct, r_th in zip(ct, th):
         print(f"{'':<10} round: clocktrain {r_ct['tokens_per_second']:.0f} tok/s "
-              f"(fwd {r_ct['forward_seconds']:.2f} s, bwd {r_ct['backward_seconds']:.2f} s, opt {r_ct['optimizer_seconds']:.2f} s), "
+              f"(fwd+bwd {r_ct['forward_backward_seconds']:.2f} s, opt {r_ct['optimizer_seconds']:.2f} s), "
               f"torch {r_th['tokens_per_second']:.0f} tok/s "
               f"(fwd {r_th['forward_seconds']:.2f} s, bwd {r_th['backward_seconds']:.2f} s, opt {r_th['optimizer_seconds']:.2f} s)")
 EOF

@@ -33,7 +33,8 @@ struct Activations {
   Buffer resid;             // the residual stream [N, C], updated in place layer by layer
   std::vector<LayerActivations> layers;  // n_layer entries for training, 1 for evaluation
   Buffer xf, rstd_f;        // final rmsnorm [N, C], [N]
-  Buffer logits;            // [N, V]; backward turns it into d logits in place
+  Buffer logits;            // [N, V] (f32 when the model computes in bf16); backward turns it into d logits in place
+  Buffer dlogits;           // [N, V] bf16 d logits for the bf16 products (bf16 models only; f32/f64 use logits)
   Buffer losses;            // [N]
   Buffer argmax;            // i32 [N] (evaluation only)
   Buffer q_raw, k_raw;      // x Wq^T, x Wk^T before rope: scratch shared by every layer
@@ -47,9 +48,15 @@ struct Activations {
 
   // (Re)allocates for at least `positions` token positions when the capacity is smaller.
   // per_layer: one LayerActivations per layer (training) or a single shared one (evaluation).
+  // dtype is the model's compute dtype; with bf16 the per-row side values (rstd, lse, losses) and the
+  // logits are f32 (side_dtype below).
   void ensure(Backend& backend, const ModelConfig& config, DType dtype, int64_t positions, bool per_layer,
               bool backward);
 };
+
+// The dtype of the per-row side values (rstd, lse, losses, rotary tables) and the logits for a compute
+// dtype: f32 under bf16 (the backends keep them in f32), the compute dtype otherwise.
+inline DType side_dtype(DType compute) { return compute == DType::bf16 ? DType::f32 : compute; }
 
 // The first shape.numel() elements of a buffer, seen with `shape` (checked against the capacity).
 Tensor view(const Buffer& buffer, Shape shape);

@@ -55,6 +55,7 @@ void load_model_weights(GPT& model, const std::filesystem::path& safetensors_pat
     file.read(e, host.data());
     model.backend().upload(p.value, host.data(), DType::f32);
   }
+  model.refresh_compute_weights();
 }
 
 std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype) {

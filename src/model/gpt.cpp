@@ -14,12 +14,19 @@ namespace ct {
 GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
     : backend_(&backend), config_(config), dtype_(dtype) {
   config_.validate("model config");
-  check(dtype == DType::f32 || dtype == DType::f64, "GPT: compute dtype must be f32 or f64, got ", dtype_name(dtype));
+  check(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16,
+        "GPT: compute dtype must be f32, f64 or bf16, got ", dtype_name(dtype));
+  check(dtype != DType::bf16 || backend.name() != "cpu", "GPT: the ", backend.name(),
+        " backend computes in f32 or f64; bf16 compute needs a backend with bf16 kernels (cuda)");
+  // bf16 models keep f32 master weights and gradients, and bf16 copies of the matrices for the products.
+  const DType param_dtype = dtype == DType::bf16 ? DType::f32 : dtype;
   for (ParameterSpec& spec : parameter_specs(config_)) {
     Parameter p;
     p.spec = std::move(spec);
-    p.value = Buffer(backend, p.spec.shape, dtype);
-    p.grad = Buffer(backend, p.spec.shape, dtype);
+    p.value = Buffer(backend, p.spec.shape, param_dtype);
+    p.grad = Buffer(backend, p.spec.shape, param_dtype);
+    // wte needs none: the embedding reads rows of the f32 table straight into bf16 activations.
+    if (dtype == DType::bf16 && p.spec.group != ParamGroup::embedding) p.compute = Buffer(backend, p.spec.shape, dtype);
     params_.push_back(std::move(p));
   }
   layers_.resize(static_cast<size_t>(config_.n_layer));
@@ -48,7 +55,19 @@ GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
 
 GPT::~GPT() = default;
 
-void GPT::initialize(uint64_t seed) { initialize_parameters(*backend_, params_, seed); }
+void GPT::initialize(uint64_t seed) {
+  initialize_parameters(*backend_, params_, seed);
+  refresh_compute_weights();
+}
+
+void GPT::refresh_compute_weights() {
+  for (Parameter& p : params_)
+    if (!p.compute.tensor().empty()) backend_->copy(p.compute, p.value);
+}
+
+const Tensor& GPT::weight(const Parameter& p) const {
+  return p.compute.tensor().empty() ? p.value.tensor() : p.compute.tensor();
+}
 
 Parameter& GPT::parameter(const std::string& name) {
   for (Parameter& p : params_)
@@ -66,7 +85,7 @@ void GPT::zero_grad() {
   for (Parameter& p : params_) backend_->fill(p.grad, 0.0);
 }
 
-Tensor GPT::head_weight() const { return lm_head_->value.tensor().rows(0, config_.vocab_size); }
+Tensor GPT::head_weight() const { return weight(*lm_head_).rows(0, config_.vocab_size); }
 
 // cos/sin[t, j] = cos/sin(t * base^(-2j/D)) for j < D/2, computed in double and rounded once.
 void GPT::ensure_rope_tables(int64_t positions) {
@@ -80,8 +99,8 @@ void GPT::ensure_rope_tables(int64_t positions) {
       cos_host[static_cast<size_t>(t * half + j)] = std::cos(angle);
       sin_host[static_cast<size_t>(t * half + j)] = std::sin(angle);
     }
-  rope_cos_ = Buffer(*backend_, {P, half}, dtype_);
-  rope_sin_ = Buffer(*backend_, {P, half}, dtype_);
+  rope_cos_ = Buffer(*backend_, {P, half}, side_dtype(dtype_));
+  rope_sin_ = Buffer(*backend_, {P, half}, side_dtype(dtype_));
   backend_->upload(rope_cos_, cos_host.data(), DType::f64);
   backend_->upload(rope_sin_, sin_host.data(), DType::f64);
   rope_positions_ = P;
@@ -112,16 +131,16 @@ void GPT::attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor x = view(acts.resid, {N, C}), ln1 = view(a.ln1, {N, C});
   be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-  be.gemm(ln1, p.c_q->value, view(acts.q_raw, {N, H * D}), false, true);
-  be.gemm(ln1, p.c_k->value, view(acts.k_raw, {N, Hkv * D}), false, true);
-  be.gemm(ln1, p.c_v->value, view(a.v, {N, Hkv * D}), false, true);
+  be.gemm(ln1, weight(*p.c_q), view(acts.q_raw, {N, H * D}), false, true);
+  be.gemm(ln1, weight(*p.c_k), view(acts.k_raw, {N, Hkv * D}), false, true);
+  be.gemm(ln1, weight(*p.c_v), view(a.v, {N, Hkv * D}), false, true);
   be.rope_qknorm_forward(view(a.q, {B, T, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, T, H, D}),
                          rope_cos_, rope_sin_, 0, kNormEps);
   be.rope_qknorm_forward(view(a.k, {B, T, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, T, Hkv, D}),
                          rope_cos_, rope_sin_, 0, kNormEps);
   be.attention_forward(view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}), view(a.q, {B, T, H, D}),
                        view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}), 1.0 / std::sqrt(static_cast<double>(D)));
-  be.gemm(view(a.att, {N, H * D}), p.attn_proj->value, x, false, true, 1.0, 1.0);
+  be.gemm(view(a.att, {N, H * D}), weight(*p.attn_proj), x, false, true, 1.0, 1.0);
 }
 
 // x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x)
@@ -132,12 +151,25 @@ void GPT::mlp_forward(Activations& acts, int64_t layer, int64_t N) {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor x = view(acts.resid, {N, C}), ln2 = view(a.ln2, {N, C});
   be.rmsnorm_forward(ln2, view(a.rstd2, {N}), x, kNormEps);
-  be.gemm(ln2, p.c_fc->value, view(a.fc, {N, F}), false, true);
+  be.linear_forward_fp8(ln2, weight(*p.c_fc), view(a.fc, {N, F}));  // fp8 when the backend was asked for it
   be.relu2_forward(view(a.act, {N, F}), view(a.fc, {N, F}));
-  be.gemm(view(a.act, {N, F}), p.mlp_proj->value, x, false, true, 1.0, 1.0);
+  be.linear_forward_fp8(view(a.act, {N, F}), weight(*p.mlp_proj), x, 1.0);
 }
 
 double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
+  forward_losses(inputs, targets, B, T);
+  const double total = backend_->sum(view(train_acts_->losses, {B * T}));
+  return last_valid_targets_ > 0 ? total / static_cast<double>(last_valid_targets_) : 0.0;
+}
+
+int64_t GPT::forward_queued(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, int loss_slot,
+                            bool accumulate) {
+  forward_losses(inputs, targets, B, T);
+  backend_->sum_to_slot(loss_slot, view(train_acts_->losses, {B * T}), accumulate);
+  return last_valid_targets_;
+}
+
+void GPT::forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
   check(B > 0 && T > 0, "GPT::forward: expected B, T > 0, got ", B, ", ", T);
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
   if (!train_acts_) train_acts_ = std::make_unique<Activations>();
@@ -155,8 +187,6 @@ double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, in
   last_B_ = B;
   last_T_ = T;
   backward_ready_ = true;
-  const double total = be.sum(view(acts.losses, {N}));
-  return last_valid_targets_ > 0 ? total / static_cast<double>(last_valid_targets_) : 0.0;
 }
 
 void GPT::last_losses(float* out) {
@@ -174,8 +204,10 @@ void GPT::backward(double loss_scale) {
   Backend& be = *backend_;
   // d loss / d logits of the mean over valid targets, written over the logits.
   const double scale = last_valid_targets_ > 0 ? loss_scale / static_cast<double>(last_valid_targets_) : 0.0;
-  const Tensor dlogits = view(acts.logits, {N, V});
-  be.softcap_cross_entropy_backward(dlogits, dlogits, view(acts.targets, {N}), config_.softcap, scale);
+  // d logits over the logits in place; bf16 models write them to a bf16 buffer for the bf16 products
+  const Tensor logits = view(acts.logits, {N, V});
+  const Tensor dlogits = acts.dlogits.tensor().empty() ? logits : view(acts.dlogits, {N, V});
+  be.softcap_cross_entropy_backward(dlogits, logits, view(acts.targets, {N}), config_.softcap, scale);
   // lm_head: dW[:V] += dlogits^T xf;  d xf = dlogits W[:V]
   be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, 1.0, 1.0);
   const Tensor dxf = view(acts.d_width, {N, C});
@@ -203,13 +235,13 @@ void GPT::mlp_backward(int64_t layer, int64_t N) {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor dy = view(acts.d_resid, {N, C}), act = view(a.act, {N, F}), ln2 = view(a.ln2, {N, C});
   const Tensor d_act = view(acts.d_hidden, {N, F});
-  be.gemm(dy, p.mlp_proj->value, d_act, false, false);          // d act = dy W2
+  be.gemm(dy, weight(*p.mlp_proj), d_act, false, false);          // d act = dy W2
   be.gemm(dy, act, p.mlp_proj->grad, true, false, 1.0, 1.0);    // dW2 += dy^T act
   const Tensor d_fc = act;                                       // act is spent: reuse it for d fc
   be.relu2_backward(d_fc, d_act, view(a.fc, {N, F}));            // d fc = d act * 2 relu(fc)
   be.gemm(d_fc, ln2, p.c_fc->grad, true, false, 1.0, 1.0);       // dW1 += d fc^T ln2
   const Tensor d_ln2 = view(acts.d_width, {N, C});
-  be.gemm(d_fc, p.c_fc->value, d_ln2, false, false);             // d ln2 = d fc W1
+  be.gemm(d_fc, weight(*p.c_fc), d_ln2, false, false);             // d ln2 = d fc W1
   be.rmsnorm_backward(dy, d_ln2, ln2, view(a.rstd2, {N}));       // residual: dx = dy + norm'(d ln2)
 }
 
@@ -221,7 +253,7 @@ void GPT::attention_backward(int64_t layer, int64_t B, int64_t T) {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor dy = view(acts.d_resid, {N, C}), ln1 = view(a.ln1, {N, C});
   const Tensor d_att = view(acts.d_width, {N, H * D});
-  be.gemm(dy, p.attn_proj->value, d_att, false, false);                       // d att = dy Wo
+  be.gemm(dy, weight(*p.attn_proj), d_att, false, false);                       // d att = dy Wo
   be.gemm(dy, view(a.att, {N, H * D}), p.attn_proj->grad, true, false, 1.0, 1.0);  // dWo += dy^T att
   be.attention_backward(view(acts.dq, {B, T, H, D}), view(acts.dk, {B, T, Hkv, D}), view(acts.dv, {B, T, Hkv, D}),
                         view(acts.d_width, {B, T, H, D}), view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}),
@@ -238,9 +270,9 @@ void GPT::attention_backward(int64_t layer, int64_t B, int64_t T) {
   be.gemm(dk_raw, ln1, p.c_k->grad, true, false, 1.0, 1.0);
   be.gemm(dv, ln1, p.c_v->grad, true, false, 1.0, 1.0);
   const Tensor d_ln1 = view(acts.d_width, {N, C});          // d att is spent
-  be.gemm(dq_raw, p.c_q->value, d_ln1, false, false);         // d ln1 = dq Wq + dk Wk + dv Wv
-  be.gemm(dk_raw, p.c_k->value, d_ln1, false, false, 1.0, 1.0);
-  be.gemm(dv, p.c_v->value, d_ln1, false, false, 1.0, 1.0);
+  be.gemm(dq_raw, weight(*p.c_q), d_ln1, false, false);         // d ln1 = dq Wq + dk Wk + dv Wv
+  be.gemm(dk_raw, weight(*p.c_k), d_ln1, false, false, 1.0, 1.0);
+  be.gemm(dv, weight(*p.c_v), d_ln1, false, false, 1.0, 1.0);
   be.rmsnorm_backward(dy, d_ln1, ln1, view(a.rstd1, {N}));
 }
 

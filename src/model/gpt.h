@@ -10,8 +10,10 @@
 //               logits of each row's last position, for sampling.
 //
 // Activations are allocated on first use for the largest batch seen and reused by later calls.
-// Every tensor (parameters, gradients, activations) has the model's compute dtype: f32 normally,
-// f64 for the gradient tests (the CPU backend runs both).
+// The compute dtype: f32 normally, f64 for the gradient tests (the CPU backend runs both), or bf16
+// on backends with bf16 kernels (cuda): then parameters, gradients and optimizer state stay f32
+// (master weights), the products read bf16 copies of the matrices (refresh_compute_weights), the
+// activations are bf16, and the logits, losses and per-row values (rstd, lse) f32.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,11 +47,20 @@ class GPT {
   Parameter& parameter(const std::string& name);  // error naming the parameter when absent
   int64_t parameter_count() const;
   void zero_grad();
+  // Rewrites the bf16 compute copies from the f32 values (bf16 models; a no-op otherwise). Whoever
+  // changes values calls it: initialize(), the optimizer's step, loading weights.
+  void refresh_compute_weights();
 
   // ---- training ---------------------------------------------------------------------------------
   // inputs, targets: host arrays of B*T token ids (row-major [B, T]); a negative target is ignored.
   // Returns the mean loss over targets >= 0 (0 when there are none) and keeps what backward needs.
   double forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
+  // The same without waiting for the device: the sum of the losses goes to value slot `loss_slot`
+  // (backend.h; added to it when `accumulate`). Returns the number of targets >= 0 (the mean's
+  // divisor). This is the training step's form: the trainer reads every slot after one wait, and the
+  // whole step can be a graph region.
+  int64_t forward_queued(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, int loss_slot,
+                         bool accumulate);
   // grads += loss_scale * d(mean loss of the last forward) / d(params). For gradient accumulation over
   // k micro-batches pass 1/k (nanochat's loss / grad_accum_steps).
   void backward(double loss_scale = 1.0);
@@ -79,6 +90,9 @@ class GPT {
   };
 
   void ensure_rope_tables(int64_t positions);
+  void forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
+  // The tensor a product reads for a parameter: its compute copy when it has one, else its value.
+  const Tensor& weight(const Parameter& p) const;
   // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
   // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
   void forward_trunk(Activations& acts, int64_t B, int64_t T);

@@ -67,9 +67,9 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
       const LayerParams& p = layers_[static_cast<size_t>(l)];
       const Tensor ln1 = view(a.ln1, {N, C});
       be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-      be.gemm(ln1, p.c_q->value, view(acts.q_raw, {N, H * D}), false, true);
-      be.gemm(ln1, p.c_k->value, view(acts.k_raw, {N, kv_width}), false, true);
-      be.gemm(ln1, p.c_v->value, view(a.v, {N, kv_width}), false, true);
+      be.gemm(ln1, weight(*p.c_q), view(acts.q_raw, {N, H * D}), false, true);
+      be.gemm(ln1, weight(*p.c_k), view(acts.k_raw, {N, kv_width}), false, true);
+      be.gemm(ln1, weight(*p.c_v), view(a.v, {N, kv_width}), false, true);
       be.rope_qknorm_forward(view(a.q, {B, Tn, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, Tn, H, D}),
                              rope_cos_, rope_sin_, pos, kNormEps);
       be.rope_qknorm_forward(view(a.k, {B, Tn, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, Tn, Hkv, D}),
@@ -88,7 +88,7 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
         be.attention_forward(out_b, lse_b, q_b, row_k.rows(0, Tk).reshaped({1, Tk, Hkv, D}),
                              row_v.rows(0, Tk).reshaped({1, Tk, Hkv, D}), scale);
       }
-      be.gemm(view(a.att, {N, H * D}), p.attn_proj->value, x, false, true, 1.0, 1.0);
+      be.gemm(view(a.att, {N, H * D}), weight(*p.attn_proj), x, false, true, 1.0, 1.0);
     }
     mlp_forward(acts, l, N);
   }

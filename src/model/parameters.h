@@ -36,11 +36,14 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 // The standard deviation the spec's init rule draws from (0 for zero init).
 double init_std(const ParameterSpec& spec);
 
-// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype.
+// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype,
+// and, when the model computes in bf16, the bf16 copy of the value that the products read
+// (GPT::refresh_compute_weights() rewrites it from the value after every change of the value).
 struct Parameter {
   ParameterSpec spec;
   Buffer value;
   Buffer grad;
+  Buffer compute;  // empty when the model computes in the value's own dtype
 };
 
 // Fills every value from `seed` (init_rng.h's counter-based normals, thread-count independent).

@@ -52,6 +52,9 @@ struct Recipe {
   std::string backend = "cpu";
   int threads = 0;                  // 0 = every available core
   std::string matmul_precision = "f32";
+  std::string compute_dtype = "f32";  // the model's activations and products: "f32", or "bf16" (cuda; f32 master weights)
+  bool fp8 = false;                   // the MLP's forward products in fp8 e4m3 (cuda)
+  bool graphs = true;                 // record the training step as graph regions where the backend can (cuda)
 
   int64_t rows_per_step() const { return tokens_per_step / model.sequence_len; }
   int64_t micro_steps() const { return rows_per_step() / micro_batch_rows; }
