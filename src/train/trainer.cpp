@@ -86,6 +86,7 @@ class Run {
   double last_checkpoint_wall_ = 0.0;
   double next_eval_clock_ = 0.0;
   double last_tokens_per_second_ = 0.0;
+  int64_t last_eval_step_ = -1;
 };
 
 void Run::set_up() {
@@ -110,6 +111,9 @@ void Run::set_up() {
   result_.peak_flops = backend_->peak_flops();
 
   // The data: the manifest must describe tokens of this recipe's vocabulary.
+  check(fs::exists(options_.data_dir / kManifestFileName), (options_.data_dir / kManifestFileName).string(),
+        ": missing: --data must be a prepared data folder (make one with `clocktrain data prepare --out ",
+        options_.data_dir.string(), "`)");
   const Manifest manifest = load_manifest(options_.data_dir);
   const std::string manifest_path = (options_.data_dir / kManifestFileName).string();
   check(manifest.vocab_size == r.model.vocab_size, manifest_path, ": vocab_size ", manifest.vocab_size,
@@ -317,6 +321,7 @@ double Run::heldout_loss() {
                           {"loss", std::isfinite(loss) ? Json(loss) : Json(nullptr)},
                           {"eval_tokens", count}});
   result_.last_eval_loss = loss;
+  last_eval_step_ = progress_.step;
   return loss;
 }
 
@@ -377,7 +382,7 @@ TrainResult Run::execute() {
   }
   progress_line_.finish();
   if (result_.ok()) {
-    if (heldout_ && result_.last_eval_loss < 0) heldout_loss();
+    if (heldout_ && last_eval_step_ != progress_.step) heldout_loss();  // the final model's held-out loss
     save_checkpoint();
   }
   log_->event(progress_.step, progress_.clock_seconds, "stop",
