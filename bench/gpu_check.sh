@@ -1,29 +1,52 @@
 #!/usr/bin/env bash
 # The one device check of the CUDA backend, for a GPU machine reached through the workplace's
-# device tool (docs/cuda.md "Checking on a GPU"). Run bench/gpu_bundle.sh on the build machine
-# first, then on the GPU machine, in the repository root:
+# device tool (docs/cuda.md "Checking on a GPU"). The GPU machine cannot build the project (its
+# image lacks the C++ dependencies and has no network), so the binaries are built on the build
+# machine with the same nvcc (bench/gpu_bundle.sh) and carried; the data for the timed run too
+# (bench/gpu_data.sh). Two calls, each under the device tool's 10-minute limit:
 #
-#   bash bench/gpu_check.sh          (device tool: carry [".gpu_bundle"], timeout_s 540)
+#   bash bench/gpu_check.sh          (carry [".gpu_bundle"], timeout_s 540): the check, < 8 minutes
+#   bash bench/gpu_check.sh run      (carry [".gpu_bundle/bin/clocktrain", ".gpu_bundle/lib.tar.xz",
+#                                    ".gpu_bundle/MANIFEST", ".gpu_data"], timeout_s 480): a timed
+#                                    baseline run (3 minutes of training clock), then val_bpb and
+#                                    CORE (--max-per-task 500) of its checkpoint, into result.json
 #
-# Stages, each with its own timeout; logs under $OUT (setup.log, parity.log, ops.log, train.log,
-# torch.log, sanitizer.log, results.json, summary.txt: the 8 files a device call brings back):
+# The check's stages, each with its own timeout; logs under $OUT (setup.log, parity.log, ops.log,
+# train.log, torch.log, sanitizer.log, results.json, summary.txt: the 8 files a device call brings back):
 #   env       GPU, driver, OS, CPU, PyTorch; the bundle's MANIFEST                     (20 s)
 #   libs      unpack the bundle's libraries, find cuBLASLt/NCCL, check every binary loads (40 s)
-#   parity    test_backend_cuda: every op forward/backward against the CPU backend,
-#             graph regions, determinism (and test_model's GPU tests when bundled)      (150 s)
+#   parity    test_backend_cuda: every op forward/backward against the CPU backend (f32 within
+#             1e-4, bf16 within 1e-2), graph regions, determinism; the whole model's loss and
+#             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
-#   train     train_throughput_bench on recipes/baseline-cuda.toml (bf16, graphs), then without
-#             graphs and with fp8 MLP products                                          (110 s)
-#   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (170 s)
+#   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),
+#             then without graphs and with fp8 MLP products                             (110 s)
+#   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (160 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
 #             measured matmul peak, memory, clocktrain vs PyTorch
-# The whole script stays under 8 minutes: a stage that would start with too little time left is
-# skipped (and says so).
+# The whole check stays under 8 minutes (GPU_CHECK_BUDGET, default 470 s): a stage that would start
+# with too little time left is skipped (and says so).
+#
+# The run's stages (GPU_RUN_BUDGET: training-clock seconds, default 180); files under $OUT:
+# setup.log, train.log, bpb.log, core.log, result.json, summary.txt:
+#   env, libs as above; data (unpack .gpu_data's val/ and eval_bundle/); train (clocktrain train
+#   recipes/baseline-cuda.toml --budget 180 on the carried shards); bpb (clocktrain eval bpb);
+#   core (clocktrain eval core --max-per-task 500); result (result.json: the gate-relevant facts
+#   from train_summary.json, val_bpb and CORE as the evaluator computed them from the checkpoint).
+#
+# Dry run without a GPU (argument parsing, stage plumbing, the report): GPU_CHECK_DRY_RUN=1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-check}
+case "$mode" in
+  check | run) ;;
+  *) echo "usage: bash bench/gpu_check.sh [check|run]   (docs/cuda.md)" >&2; exit 2 ;;
+esac
 start_seconds=$(date +%s)
-budget_seconds=${GPU_CHECK_BUDGET:-470}
+if [ "$mode" = run ]; then budget_seconds=${GPU_RUN_LIMIT:-450}; else budget_seconds=${GPU_CHECK_BUDGET:-470}; fi
+run_budget=${GPU_RUN_BUDGET:-180}
+dry_run=${GPU_CHECK_DRY_RUN:-0}
 OUT=${OUT:-$(mktemp -d /tmp/gpu_check.XXXXXX)}
 work=/tmp/clocktrain-gpu-check
 rm -rf "$work"
@@ -51,6 +74,11 @@ stage() {
   local t0 rc
   t0=$(date +%s)
   echo "== $name (timeout ${limit}s, at $(elapsed)s)"
+  if [ "$dry_run" = 1 ]; then
+    echo "dry run: $*" >"$work/$name.log"
+    echo "stage $name: dry run ($*)" | tee -a "$status_file"
+    return 0
+  fi
   if declare -F "$1" >/dev/null; then  # a function of this script: run it in a child bash
     timeout --kill-after=5 "$limit" bash -c "$(declare -f "$1"); $(printf '%q ' "$@")" >"$work/$name.log" 2>&1
   else
@@ -113,6 +141,34 @@ setup_libs() {
 }
 stage libs 40 setup_libs
 [ -f "$work/env.sh" ] && . "$work/env.sh"
+
+# ---- the timed run (mode run) ----
+if [ "$mode" = run ]; then
+  data=.gpu_data
+  run_dir=$work/run
+  export data run_dir run_budget
+  unpack_data() {
+    [ -f "$data/prepared/manifest.json" ] && [ -f "$data/raw.tar.xz" ] ||
+      { echo "no $data: run bench/gpu_data.sh on the build machine and carry .gpu_data"; return 1; }
+    cat "$data/prepared/SUBSET.txt"
+    mkdir -p "$work/raw"
+    tar -xJf "$data/raw.tar.xz" -C "$work/raw" && ls "$work/raw" "$work/raw/val"
+  }
+  stage data 30 unpack_data
+  # the training clock is --budget; startup (capped by the recipe) and the final save come on top
+  stage train $((run_budget + 150)) "$bin/clocktrain" train recipes/baseline-cuda.toml --budget "$run_budget" \
+    --data "$data/prepared" --out "$run_dir" --no-progress
+  stage bpb 60 "$bin/clocktrain" eval bpb "$run_dir/checkpoint" --data "$work/raw" --backend cuda --out "$work/bpb.json"
+  stage core 150 "$bin/clocktrain" eval core "$run_dir/checkpoint" --data "$work/raw" --bundle "$work/raw/eval_bundle" \
+    --max-per-task 500 --backend cuda --out "$work/core.json"
+  cat "$work/env.log" "$work/libs.log" "$work/data.log" >"$OUT/setup.log" 2>/dev/null
+  for name in train bpb core; do
+    [ -f "$work/$name.log" ] && cp "$work/$name.log" "$OUT/$name.log"
+  done
+  python3 bench/gpu_report.py --run "$work" "$OUT/result.json" | tee "$OUT/summary.txt"
+  echo "(whole run: $(elapsed)s; logs and result.json under \$OUT)"
+  exit 0
+fi
 
 # ---- parity ----
 parity() {

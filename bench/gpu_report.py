@@ -3,6 +3,7 @@
 results.json (everything measured, machine-readable).
 
 usage: gpu_report.py WORK RESULTS_JSON
+       gpu_report.py --run WORK RESULT_JSON   (bench/gpu_check.sh run: the timed run's result.json)
 """
 import json
 import os
@@ -104,7 +105,7 @@ def main():
         step_ms = t.get("step_ms") or (1000.0 * t["step_seconds"] if "step_seconds" in t else None)
         flops = t.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
         memory = t.get("memory_bytes", 0) / 2**30 if t.get("memory_bytes") else None
-        label = "clocktrain cuda " + t.get("compute_dtype", "?") + (" graphs" if t.get("graphs") else " eager") + \
+        label = "clocktrain cuda " + t.get("matmul_precision", "?") + (" graphs" if t.get("graphs") else " eager") + \
             (" fp8" if t.get("fp8") else "")
         rows.append((label, tps, step_ms, flops, memory))
         if "losses" in t:
@@ -143,5 +144,54 @@ def main():
     print("\n".join(lines))
 
 
+def run_report():
+    """result.json of `gpu_check.sh run`: the trainer's summary, and val_bpb and CORE as the evaluator
+    computed them from the saved checkpoint (never from the trainer's logs). Assembled by this script,
+    not by `clocktrain run` (the harness), so it carries no gate verdict: the facts the gate would
+    check are listed for a reader."""
+    work, result_path = sys.argv[2], sys.argv[3]
+    stages = open(os.path.join(work, "stages.txt")).read().splitlines() if os.path.exists(os.path.join(work, "stages.txt")) else []
+    summary = load_json(os.path.join(work, "run", "train_summary.json"))
+    bpb = load_json(os.path.join(work, "bpb.json"))
+    core = load_json(os.path.join(work, "core.json"))
+    subset = None
+    try:
+        subset = open(os.path.join(".gpu_data", "prepared", "SUBSET.txt")).read().strip()
+    except OSError:
+        pass
+    result = dict(kind="bench/gpu_check.sh run (not the harness: no gate verdict)",
+                  recipe="recipes/baseline-cuda.toml", budget_seconds=int(os.environ.get("run_budget", "180")),
+                  data_subset=subset, stages=stages, train_summary=summary,
+                  val_bpb=bpb.get("val_bpb") if bpb else None, bpb=bpb,
+                  core=core.get("core") if core else None, core_max_per_task=500, core_result=core)
+    with open(result_path, "w") as f:
+        json.dump(result, f, indent=1)
+    lines = ["  " + st for st in stages]
+    for st in stages:
+        if "FAILED" in st or "TIMED OUT" in st:
+            name = st.split()[1].rstrip(":")
+            try:
+                tail = [l for l in open(os.path.join(work, name + ".log"), errors="replace").read().splitlines() if l.strip()][-6:]
+            except OSError:
+                tail = ["(no log)"]
+            lines.extend("      | " + l[:150] for l in tail)
+    lines.append("")
+    lines.append(f"timed baseline run on the GPU (recipes/baseline-cuda.toml, budget {result['budget_seconds']} s):")
+    if summary:
+        for k, v in summary.items():  # its scalar fields (steps, tokens, clock, startup, stop reason, losses, ...)
+            if not isinstance(v, (dict, list)):
+                lines.append(f"  {k:<24} {v}")
+    else:
+        lines.append("  no train_summary.json (see the train stage above)")
+    lines.append(f"  {'val_bpb':<24} {result['val_bpb'] if result['val_bpb'] is not None else '-'}")
+    lines.append(f"  {'CORE (500 per task)':<24} {result['core'] if result['core'] is not None else '-'}")
+    if subset:
+        lines.append(f"  data: {subset}")
+    print("\n".join(lines))
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--run":
+        run_report()
+    else:
+        main()

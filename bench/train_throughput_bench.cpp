@@ -4,6 +4,7 @@
 //
 //   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
 //                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
+//                                 [--matmul-precision f32|bf16]
 //
 // --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
 // one thread, that is close to what the step takes on an idle core (other programs' time slices are
@@ -62,8 +63,10 @@ double median(std::vector<double> v) {
 }
 
 // Best of `repeats` square f32 GEMMs of size n through the backend (the first call warms up).
+// In the precision of the model's matmuls (bf16 operands, f32 output, with matmul_precision bf16).
 double gemm_peak(Backend& backend, int64_t n, int repeats) {
-  Buffer a(backend, {n, n}, DType::f32), b(backend, {n, n}, DType::f32), c(backend, {n, n}, DType::f32);
+  const DType operands = backend.matmul_operand_dtype();
+  Buffer a(backend, {n, n}, operands), b(backend, {n, n}, operands), c(backend, {n, n}, DType::f32);
   backend.fill(a, 0.5);
   backend.fill(b, 0.25);
   double best = 1e30;
@@ -90,7 +93,6 @@ int run(int argc, char** argv) {
     else if (flag == "--tokens-per-step") recipe.tokens_per_step = std::stoll(value);
     else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
     else if (flag == "--backend") recipe.backend = value;
-    else if (flag == "--compute-dtype") recipe.compute_dtype = value;
     else if (flag == "--matmul-precision") recipe.matmul_precision = value;
     else if (flag == "--fp8") recipe.fp8 = (value == "true" || value == "1");
     else if (flag == "--graphs") recipe.graphs = (value == "true" || value == "1");
@@ -108,7 +110,7 @@ int run(int argc, char** argv) {
   auto backend = create_backend(options);
   const double peak_before = gemm_peak(*backend, 1536, 4);
 
-  GPT model(*backend, recipe.model, recipe.compute_dtype == "bf16" ? DType::bf16 : DType::f32);
+  GPT model(*backend, recipe.model, DType::f32);  // matmul operands in the backend's dtype (gpt.h)
   model.initialize(recipe.seed);
   Optimizer optimizer(model, recipe.optimizer);
   const int64_t B = recipe.micro_batch_rows, T = recipe.model.sequence_len, micro = recipe.micro_steps();
@@ -154,14 +156,15 @@ int run(int argc, char** argv) {
               static_cast<long long>(recipe.tokens_per_step), static_cast<long long>(micro), static_cast<long long>(B),
               static_cast<long long>(T), options.threads, g_cpu_clock ? "process-CPU" : "wall",
               backend->device_description().c_str());
-  std::printf("  step %.4f s (median of %d): forward+backward %.4f, optimizer %.4f; %s compute, graphs %s\n",
-              step_median, steps, median(forward_backward_s), median(optimizer_s), recipe.compute_dtype.c_str(),
+  std::printf("  step %.4f s (median of %d): forward+backward %.4f, optimizer %.4f; %s matmul operands, graphs %s\n",
+              step_median, steps, median(forward_backward_s), median(optimizer_s), dtype_name(model.matmul_dtype()),
               train_step.uses_graphs() ? "on" : "off");
   std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s (%.1f before, %.1f after): %.1f%% of peak\n",
               tokens_per_second, flops_per_second / 1e9, peak / 1e9, peak_before / 1e9, peak_after / 1e9,
               100.0 * flops_per_second / peak);
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
+         {"matmul_precision", recipe.matmul_precision},
          {"threads", options.threads},
          {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},
@@ -172,7 +175,6 @@ int run(int argc, char** argv) {
          {"forward_backward_seconds", median(forward_backward_s)},
          {"optimizer_seconds", median(optimizer_s)},
          {"step_ms", 1000.0 * step_median},
-         {"compute_dtype", recipe.compute_dtype},
          {"fp8", recipe.fp8},
          {"graphs", train_step.uses_graphs()},
          {"memory_bytes", backend->memory_in_use_bytes()},

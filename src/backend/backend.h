@@ -106,6 +106,23 @@ class Backend {
   virtual void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
                                               const Tensor& targets, double softcap, double loss_scale) = 0;
 
+  // ---- mixed precision and fused training ops (optional: each has a working default) -----------
+  // The dtype in which the model should hand gemm its operands: the activations that feed a matmul
+  // are stored in it where they are produced, and each weight matrix gets a compute copy in it,
+  // refreshed once per optimizer step (master weights, gradients and optimizer state stay f32).
+  // f32 by default; the CPU backend created with matmul_precision "bf16" returns bf16 and documents
+  // which ops then take bf16 tensors (cpu/cpu_backend.h).
+  virtual DType matmul_operand_dtype() const { return DType::f32; }
+  // Forward and backward of the softcapped cross-entropy in one pass over the logits (a training
+  // step needs both): losses as softcap_cross_entropy_forward gives them, and dlogits_out as
+  // softcap_cross_entropy_backward gives it for loss_scale. dlogits_out may alias logits (same
+  // dtype); with matmul_operand_dtype() bf16 it may be bf16. The default calls the two ops.
+  virtual void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                           const Tensor& targets, double softcap, double loss_scale) {
+    softcap_cross_entropy_forward(losses, Tensor{}, logits, targets, softcap);
+    softcap_cross_entropy_backward(dlogits_out, logits, targets, softcap, loss_scale);
+  }
+
   // ---- optimizer updates (f32 parameters and state) ------------------------------------------------
   // AdamW with bias correction at step t (1-based):
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (wd p + (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps))

@@ -11,6 +11,10 @@ void add_backend_options(CLI::App* cmd, BackendArgs& args) {
   cmd->add_option("--backend", args.name, "cpu, cuda, or auto (cuda when available)")->capture_default_str();
   cmd->add_option("--threads", args.threads, "CPU threads (0 = every available core)")->capture_default_str();
   cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+  cmd->add_option("--matmul-precision", args.matmul_precision,
+                  "f32 (reference) or bf16 (bf16 matmul operands, f32 accumulation; the CPU backend's AMX path)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
 }
 
 std::unique_ptr<Backend> make_backend(const BackendArgs& args) {
@@ -18,6 +22,7 @@ std::unique_ptr<Backend> make_backend(const BackendArgs& args) {
   BackendOptions options;
   options.threads = args.threads;
   options.device = args.device;
+  options.matmul_precision = args.matmul_precision;
   if (args.name != "auto") {
     options.name = args.name;
     return create_backend(options);

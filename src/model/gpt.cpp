@@ -12,21 +12,19 @@
 namespace ct {
 
 GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
-    : backend_(&backend), config_(config), dtype_(dtype) {
+    : backend_(&backend), config_(config), dtype_(dtype), matmul_dtype_(dtype) {
   config_.validate("model config");
-  check(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16,
-        "GPT: compute dtype must be f32, f64 or bf16, got ", dtype_name(dtype));
-  check(dtype != DType::bf16 || backend.name() != "cpu", "GPT: the ", backend.name(),
-        " backend computes in f32 or f64; bf16 compute needs a backend with bf16 kernels (cuda)");
-  // bf16 models keep f32 master weights and gradients, and bf16 copies of the matrices for the products.
-  const DType param_dtype = dtype == DType::bf16 ? DType::f32 : dtype;
+  check(dtype == DType::f32 || dtype == DType::f64, "GPT: compute dtype must be f32 or f64, got ", dtype_name(dtype));
+  if (dtype == DType::f32) matmul_dtype_ = backend.matmul_operand_dtype();
+  fused_loss_gradient_ = !backend.supports_graphs();
   for (ParameterSpec& spec : parameter_specs(config_)) {
     Parameter p;
     p.spec = std::move(spec);
-    p.value = Buffer(backend, p.spec.shape, param_dtype);
-    p.grad = Buffer(backend, p.spec.shape, param_dtype);
-    // wte needs none: the embedding reads rows of the f32 table straight into bf16 activations.
-    if (dtype == DType::bf16 && p.spec.group != ParamGroup::embedding) p.compute = Buffer(backend, p.spec.shape, dtype);
+    p.value = Buffer(backend, p.spec.shape, dtype);
+    p.grad = Buffer(backend, p.spec.shape, dtype);
+    // every matrix that a matmul reads (all but the embedding table, which is only looked up)
+    if (matmul_dtype_ != dtype && p.spec.group != ParamGroup::embedding)
+      p.compute = Buffer(backend, p.spec.shape, matmul_dtype_);
     params_.push_back(std::move(p));
   }
   layers_.resize(static_cast<size_t>(config_.n_layer));
@@ -57,19 +55,23 @@ GPT::~GPT() = default;
 
 void GPT::initialize(uint64_t seed) {
   initialize_parameters(*backend_, params_, seed);
-  refresh_compute_weights();
+  weights_changed();
 }
 
+// Once per optimizer step (not once per matmul): every later forward and backward of the step reads
+// these copies.
 void GPT::refresh_compute_weights() {
   for (Parameter& p : params_)
     if (!p.compute.tensor().empty()) backend_->copy(p.compute, p.value);
+  compute_weights_current_ = true;
 }
 
-const Tensor& GPT::weight(const Parameter& p) const {
-  return p.compute.tensor().empty() ? p.value.tensor() : p.compute.tensor();
+void GPT::ensure_compute_weights() {
+  if (!compute_weights_current_) refresh_compute_weights();
 }
 
 Parameter& GPT::parameter(const std::string& name) {
+  weights_changed();  // the caller may change the value
   for (Parameter& p : params_)
     if (p.spec.name == name) return p;
   fail("model: no parameter named '", name, "'");
@@ -85,7 +87,7 @@ void GPT::zero_grad() {
   for (Parameter& p : params_) backend_->fill(p.grad, 0.0);
 }
 
-Tensor GPT::head_weight() const { return weight(*lm_head_).rows(0, config_.vocab_size); }
+Tensor GPT::head_weight() const { return mm(lm_head_).rows(0, config_.vocab_size); }
 
 // cos/sin[t, j] = cos/sin(t * base^(-2j/D)) for j < D/2, computed in double and rounded once.
 void GPT::ensure_rope_tables(int64_t positions) {
@@ -99,8 +101,8 @@ void GPT::ensure_rope_tables(int64_t positions) {
       cos_host[static_cast<size_t>(t * half + j)] = std::cos(angle);
       sin_host[static_cast<size_t>(t * half + j)] = std::sin(angle);
     }
-  rope_cos_ = Buffer(*backend_, {P, half}, side_dtype(dtype_));
-  rope_sin_ = Buffer(*backend_, {P, half}, side_dtype(dtype_));
+  rope_cos_ = Buffer(*backend_, {P, half}, dtype_);
+  rope_sin_ = Buffer(*backend_, {P, half}, dtype_);
   backend_->upload(rope_cos_, cos_host.data(), DType::f64);
   backend_->upload(rope_sin_, sin_host.data(), DType::f64);
   rope_positions_ = P;
@@ -131,16 +133,16 @@ void GPT::attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor x = view(acts.resid, {N, C}), ln1 = view(a.ln1, {N, C});
   be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-  be.gemm(ln1, weight(*p.c_q), view(acts.q_raw, {N, H * D}), false, true);
-  be.gemm(ln1, weight(*p.c_k), view(acts.k_raw, {N, Hkv * D}), false, true);
-  be.gemm(ln1, weight(*p.c_v), view(a.v, {N, Hkv * D}), false, true);
+  be.gemm(ln1, mm(p.c_q), view(acts.q_raw, {N, H * D}), false, true);
+  be.gemm(ln1, mm(p.c_k), view(acts.k_raw, {N, Hkv * D}), false, true);
+  be.gemm(ln1, mm(p.c_v), view(a.v, {N, Hkv * D}), false, true);
   be.rope_qknorm_forward(view(a.q, {B, T, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, T, H, D}),
                          rope_cos_, rope_sin_, 0, kNormEps);
   be.rope_qknorm_forward(view(a.k, {B, T, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, T, Hkv, D}),
                          rope_cos_, rope_sin_, 0, kNormEps);
   be.attention_forward(view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}), view(a.q, {B, T, H, D}),
                        view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}), 1.0 / std::sqrt(static_cast<double>(D)));
-  be.gemm(view(a.att, {N, H * D}), weight(*p.attn_proj), x, false, true, 1.0, 1.0);
+  be.gemm(view(a.att, {N, H * D}), mm(p.attn_proj), x, false, true, 1.0, 1.0);
 }
 
 // x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x)
@@ -151,9 +153,9 @@ void GPT::mlp_forward(Activations& acts, int64_t layer, int64_t N) {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor x = view(acts.resid, {N, C}), ln2 = view(a.ln2, {N, C});
   be.rmsnorm_forward(ln2, view(a.rstd2, {N}), x, kNormEps);
-  be.linear_forward_fp8(ln2, weight(*p.c_fc), view(a.fc, {N, F}));  // fp8 when the backend was asked for it
+  be.linear_forward_fp8(ln2, mm(p.c_fc), view(a.fc, {N, F}));  // fp8 when the backend was asked for it
   be.relu2_forward(view(a.act, {N, F}), view(a.fc, {N, F}));
-  be.linear_forward_fp8(view(a.act, {N, F}), weight(*p.mlp_proj), x, 1.0);
+  be.linear_forward_fp8(view(a.act, {N, F}), mm(p.mlp_proj), x, 1.0);
 }
 
 double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
@@ -174,15 +176,23 @@ void GPT::forward_losses(const int32_t* inputs, const int32_t* targets, int64_t 
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
   if (!train_acts_) train_acts_ = std::make_unique<Activations>();
   Activations& acts = *train_acts_;
-  acts.ensure(*backend_, config_, dtype_, N, /*per_layer=*/true, /*backward=*/true);
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/true, /*backward=*/true);
+  ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
   be.upload(view(acts.targets, {N}), targets, DType::i32);
   forward_trunk(acts, B, T);
-  // logits = xf lm_head[:V]^T; losses = softcapped cross-entropy
+  // logits = xf lm_head[:V]^T; losses = softcapped cross-entropy, and with them (one pass over the
+  // logits, fused_loss_gradient_) d losses[n] / d logits, unscaled: backward() applies the loss scale
+  // in the head's matmuls. Otherwise backward() computes d logits itself.
   be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
-  be.softcap_cross_entropy_forward(view(acts.losses, {N}), Tensor{}, view(acts.logits, {N, V}), view(acts.targets, {N}),
-                                   config_.softcap);
+  if (fused_loss_gradient_) {
+    be.softcap_cross_entropy_fused(view(acts.losses, {N}), view(acts.dlogits(), {N, V}), view(acts.logits, {N, V}),
+                                   view(acts.targets, {N}), config_.softcap, 1.0);
+  } else {
+    be.softcap_cross_entropy_forward(view(acts.losses, {N}), Tensor{}, view(acts.logits, {N, V}),
+                                     view(acts.targets, {N}), config_.softcap);
+  }
   last_valid_targets_ = std::count_if(targets, targets + N, [](int32_t t) { return t >= 0; });
   last_B_ = B;
   last_T_ = T;
@@ -202,16 +212,19 @@ void GPT::backward(double loss_scale) {
   Activations& acts = *train_acts_;
   const int64_t B = last_B_, T = last_T_, N = B * T, C = config_.n_embd, V = config_.vocab_size;
   Backend& be = *backend_;
-  // d loss / d logits of the mean over valid targets, written over the logits.
+  // d loss / d logits of the mean over valid targets = scale * (the per-row gradients forward() left).
   const double scale = last_valid_targets_ > 0 ? loss_scale / static_cast<double>(last_valid_targets_) : 0.0;
-  // d logits over the logits in place; bf16 models write them to a bf16 buffer for the bf16 products
-  const Tensor logits = view(acts.logits, {N, V});
-  const Tensor dlogits = acts.dlogits.tensor().empty() ? logits : view(acts.dlogits, {N, V});
-  be.softcap_cross_entropy_backward(dlogits, logits, view(acts.targets, {N}), config_.softcap, scale);
-  // lm_head: dW[:V] += dlogits^T xf;  d xf = dlogits W[:V]
-  be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, 1.0, 1.0);
+  const Tensor dlogits = view(acts.dlogits(), {N, V});
+  double head_scale = scale;  // the factor the head's products apply to dlogits
+  if (!fused_loss_gradient_) {
+    be.softcap_cross_entropy_backward(dlogits, view(acts.logits, {N, V}), view(acts.targets, {N}), config_.softcap,
+                                      scale);
+    head_scale = 1.0;
+  }
+  // lm_head: dW[:V] += scale dlogits^T xf;  d xf = scale dlogits W[:V]
+  be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, head_scale, 1.0);
   const Tensor dxf = view(acts.d_width, {N, C});
-  be.gemm(dlogits, head_weight(), dxf, false, false);
+  be.gemm(dlogits, head_weight(), dxf, false, false, head_scale, 0.0);
   const Tensor d_resid = view(acts.d_resid, {N, C});
   be.fill(d_resid, 0.0);
   be.rmsnorm_backward(d_resid, dxf, view(acts.xf, {N, C}), view(acts.rstd_f, {N}));
@@ -226,6 +239,15 @@ void GPT::backward(double loss_scale) {
   be.embedding_backward(wte_->grad, d_embedded, view(acts.tokens, {N}));
 }
 
+// d_resid as the A operand of a branch's first backward matmuls: itself, or (mixed precision) a copy
+// rounded to the matmul dtype, made once per branch.
+Tensor GPT::residual_gradient_operand(Activations& acts, int64_t N) {
+  const int64_t C = config_.n_embd;
+  if (acts.d_resid_mm.tensor().empty()) return view(acts.d_resid, {N, C});
+  backend_->copy(view(acts.d_resid_mm, {N, C}), view(acts.d_resid, {N, C}));
+  return view(acts.d_resid_mm, {N, C});
+}
+
 // d_resid holds d loss / d(x after the MLP); adds the branch's contribution to d(x before it).
 void GPT::mlp_backward(int64_t layer, int64_t N) {
   const int64_t C = config_.n_embd, F = config_.mlp_hidden();
@@ -234,14 +256,15 @@ void GPT::mlp_backward(int64_t layer, int64_t N) {
   LayerActivations& a = acts.layer(layer);
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor dy = view(acts.d_resid, {N, C}), act = view(a.act, {N, F}), ln2 = view(a.ln2, {N, C});
+  const Tensor dy_mm = residual_gradient_operand(acts, N);       // dy as a matmul operand
   const Tensor d_act = view(acts.d_hidden, {N, F});
-  be.gemm(dy, weight(*p.mlp_proj), d_act, false, false);          // d act = dy W2
-  be.gemm(dy, act, p.mlp_proj->grad, true, false, 1.0, 1.0);    // dW2 += dy^T act
+  be.gemm(dy_mm, mm(p.mlp_proj), d_act, false, false);          // d act = dy W2
+  be.gemm(dy_mm, act, p.mlp_proj->grad, true, false, 1.0, 1.0); // dW2 += dy^T act
   const Tensor d_fc = act;                                       // act is spent: reuse it for d fc
   be.relu2_backward(d_fc, d_act, view(a.fc, {N, F}));            // d fc = d act * 2 relu(fc)
   be.gemm(d_fc, ln2, p.c_fc->grad, true, false, 1.0, 1.0);       // dW1 += d fc^T ln2
   const Tensor d_ln2 = view(acts.d_width, {N, C});
-  be.gemm(d_fc, weight(*p.c_fc), d_ln2, false, false);             // d ln2 = d fc W1
+  be.gemm(d_fc, mm(p.c_fc), d_ln2, false, false);                // d ln2 = d fc W1
   be.rmsnorm_backward(dy, d_ln2, ln2, view(a.rstd2, {N}));       // residual: dx = dy + norm'(d ln2)
 }
 
@@ -252,27 +275,28 @@ void GPT::attention_backward(int64_t layer, int64_t B, int64_t T) {
   LayerActivations& a = acts.layer(layer);
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor dy = view(acts.d_resid, {N, C}), ln1 = view(a.ln1, {N, C});
-  const Tensor d_att = view(acts.d_width, {N, H * D});
-  be.gemm(dy, weight(*p.attn_proj), d_att, false, false);                       // d att = dy Wo
-  be.gemm(dy, view(a.att, {N, H * D}), p.attn_proj->grad, true, false, 1.0, 1.0);  // dWo += dy^T att
+  const Tensor dy_mm = residual_gradient_operand(acts, N);
+  const Tensor d_att = view(acts.d_attention(), {N, H * D});
+  be.gemm(dy_mm, mm(p.attn_proj), d_att, false, false);                          // d att = dy Wo
+  be.gemm(dy_mm, view(a.att, {N, H * D}), p.attn_proj->grad, true, false, 1.0, 1.0);  // dWo += dy^T att
   be.attention_backward(view(acts.dq, {B, T, H, D}), view(acts.dk, {B, T, Hkv, D}), view(acts.dv, {B, T, Hkv, D}),
-                        view(acts.d_width, {B, T, H, D}), view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}),
+                        view(acts.d_attention(), {B, T, H, D}), view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}),
                         view(a.q, {B, T, H, D}), view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}),
                         1.0 / std::sqrt(static_cast<double>(D)));
-  // back through QK norm and rotary into the projections' outputs (q_raw / k_raw are free now)
-  const Tensor dq_raw = view(acts.q_raw, {N, H * D}), dk_raw = view(acts.k_raw, {N, Hkv * D});
+  // back through QK norm and rotary into the projections' outputs (stored as matmul operands)
+  const Tensor dq_raw = view(acts.dq_raw(), {N, H * D}), dk_raw = view(acts.dk_raw(), {N, Hkv * D});
   const Tensor dv = view(acts.dv, {N, Hkv * D});
-  be.rope_qknorm_backward(view(acts.q_raw, {B, T, H, D}), view(acts.dq, {B, T, H, D}), view(a.q, {B, T, H, D}),
+  be.rope_qknorm_backward(view(acts.dq_raw(), {B, T, H, D}), view(acts.dq, {B, T, H, D}), view(a.q, {B, T, H, D}),
                           view(a.rstd_q, {N * H}), rope_cos_, rope_sin_, 0);
-  be.rope_qknorm_backward(view(acts.k_raw, {B, T, Hkv, D}), view(acts.dk, {B, T, Hkv, D}), view(a.k, {B, T, Hkv, D}),
-                          view(a.rstd_k, {N * Hkv}), rope_cos_, rope_sin_, 0);
+  be.rope_qknorm_backward(view(acts.dk_raw(), {B, T, Hkv, D}), view(acts.dk, {B, T, Hkv, D}),
+                          view(a.k, {B, T, Hkv, D}), view(a.rstd_k, {N * Hkv}), rope_cos_, rope_sin_, 0);
   be.gemm(dq_raw, ln1, p.c_q->grad, true, false, 1.0, 1.0);  // dWq += dq^T ln1
   be.gemm(dk_raw, ln1, p.c_k->grad, true, false, 1.0, 1.0);
   be.gemm(dv, ln1, p.c_v->grad, true, false, 1.0, 1.0);
-  const Tensor d_ln1 = view(acts.d_width, {N, C});          // d att is spent
-  be.gemm(dq_raw, weight(*p.c_q), d_ln1, false, false);         // d ln1 = dq Wq + dk Wk + dv Wv
-  be.gemm(dk_raw, weight(*p.c_k), d_ln1, false, false, 1.0, 1.0);
-  be.gemm(dv, weight(*p.c_v), d_ln1, false, false, 1.0, 1.0);
+  const Tensor d_ln1 = view(acts.d_width, {N, C});           // d att is spent
+  be.gemm(dq_raw, mm(p.c_q), d_ln1, false, false);             // d ln1 = dq Wq + dk Wk + dv Wv
+  be.gemm(dk_raw, mm(p.c_k), d_ln1, false, false, 1.0, 1.0);
+  be.gemm(dv, mm(p.c_v), d_ln1, false, false, 1.0, 1.0);
   be.rmsnorm_backward(dy, d_ln1, ln1, view(a.rstd1, {N}));
 }
 

@@ -10,10 +10,19 @@
 //               logits of each row's last position, for sampling.
 //
 // Activations are allocated on first use for the largest batch seen and reused by later calls.
-// The compute dtype: f32 normally, f64 for the gradient tests (the CPU backend runs both), or bf16
-// on backends with bf16 kernels (cuda): then parameters, gradients and optimizer state stay f32
-// (master weights), the products read bf16 copies of the matrices (refresh_compute_weights), the
-// activations are bf16, and the logits, losses and per-row values (rstd, lse) f32.
+// Every tensor (parameters, gradients, activations) has the model's compute dtype: f32 normally,
+// f64 for the gradient tests (the CPU backend runs both).
+//
+// Mixed precision: when the backend asks for matmul operands in a lower precision
+// (Backend::matmul_operand_dtype(): bf16 for the CPU and CUDA backends created with
+// matmul_precision "bf16", the recipe's backend.matmul_precision) and the model computes in f32,
+// every activation that feeds a matmul is stored in that dtype where it is produced (the norms' outputs, q, k, v, the attention output, the MLP's pre-activation and
+// activation, and in backward the logits' gradient and the other gradients that feed matmuls), and
+// each weight matrix gets a compute copy refreshed once per optimizer step (refresh_compute_weights()).
+// The MLP's forward products go through Backend::linear_forward_fp8 (a plain product unless the
+// backend was created with fp8 on, which only the CUDA backend supports).
+// The residual stream, norms' statistics, losses, weight gradients, master weights and optimizer
+// state stay f32; matmuls accumulate in f32.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,18 +47,28 @@ class GPT {
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return *backend_; }
   DType dtype() const { return dtype_; }
+  // The dtype of matmul operands: dtype(), or the backend's lower precision (see above).
+  DType matmul_dtype() const { return matmul_dtype_; }
 
   // ---- parameters -------------------------------------------------------------------------------
   // Seeded initialisation of model.md (init_rng.h): same seed, same weights, any thread count.
   void initialize(uint64_t seed);
-  std::vector<Parameter>& parameters() { return params_; }
+  // Non-const access may change the weights: it marks the compute copies stale (weights_changed()).
+  std::vector<Parameter>& parameters() {
+    weights_changed();
+    return params_;
+  }
   const std::vector<Parameter>& parameters() const { return params_; }
   Parameter& parameter(const std::string& name);  // error naming the parameter when absent
+  // The master weights changed (a checkpoint load, a test's edit): the matmul compute copies are
+  // refreshed before the next forward pass.
+  void weights_changed() { compute_weights_current_ = false; }
+  // Rewrites the compute copies from the master weights now (a no-op without copies). The optimizer
+  // calls it at the end of every step, so that the copies are made by the same op sequence each step
+  // (graph regions, backend.h) and the next forward pass finds them current.
+  void refresh_compute_weights();
   int64_t parameter_count() const;
   void zero_grad();
-  // Rewrites the bf16 compute copies from the f32 values (bf16 models; a no-op otherwise). Whoever
-  // changes values calls it: initialize(), the optimizer's step, loading weights.
-  void refresh_compute_weights();
 
   // ---- training ---------------------------------------------------------------------------------
   // inputs, targets: host arrays of B*T token ids (row-major [B, T]); a negative target is ignored.
@@ -90,21 +109,29 @@ class GPT {
   };
 
   void ensure_rope_tables(int64_t positions);
+  void ensure_compute_weights();  // when stale: refresh_compute_weights()
   void forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
-  // The tensor a product reads for a parameter: its compute copy when it has one, else its value.
-  const Tensor& weight(const Parameter& p) const;
+  // The matmul operand of a weight: its compute copy when there is one, else its value.
+  const Tensor& mm(const Parameter* p) const { return p->compute.tensor().empty() ? p->value.tensor() : p->compute.tensor(); }
   // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
   // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
   void forward_trunk(Activations& acts, int64_t B, int64_t T);
   void attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T);
   void mlp_forward(Activations& acts, int64_t layer, int64_t N);
   void attention_backward(int64_t layer, int64_t B, int64_t T);
+  Tensor residual_gradient_operand(Activations& acts, int64_t N);
   void mlp_backward(int64_t layer, int64_t N);
-  Tensor head_weight() const;  // lm_head rows [0, vocab_size)
+  Tensor head_weight() const;  // lm_head rows [0, vocab_size), as a matmul operand
 
   Backend* backend_;
   ModelConfig config_;
   DType dtype_;
+  DType matmul_dtype_;
+  bool compute_weights_current_ = false;
+  // forward() computes d loss / d logits with the losses (one pass over the logits, the loss scale
+  // applied in the head's backward products) unless the backend records graph regions: there the
+  // scale must stay a refreshable scalar of softcap_cross_entropy_backward, not a product's alpha.
+  bool fused_loss_gradient_ = true;
   std::vector<Parameter> params_;
   std::vector<LayerParams> layers_;
   Parameter* wte_ = nullptr;

@@ -14,7 +14,8 @@ void GPT::evaluate(const int32_t* inputs, const int32_t* targets, int64_t B, int
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
-  acts.ensure(*backend_, config_, dtype_, N, /*per_layer=*/false, /*backward=*/false);
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
+  ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
   be.upload(view(acts.targets, {N}), targets, DType::i32);
@@ -37,8 +38,10 @@ KVCache::KVCache(GPT& model, int64_t batch_rows, int64_t max_positions)
   values_.resize(static_cast<size_t>(c.n_layer));
   for (int64_t l = 0; l < c.n_layer; ++l) {
     if (!c.has_attention(l)) continue;
-    keys_[static_cast<size_t>(l)] = Buffer(model.backend(), {batch_rows, max_positions, kv_width}, model.dtype());
-    values_[static_cast<size_t>(l)] = Buffer(model.backend(), {batch_rows, max_positions, kv_width}, model.dtype());
+    // in the matmul dtype, like the k and v that attention reads in a training forward pass
+    keys_[static_cast<size_t>(l)] = Buffer(model.backend(), {batch_rows, max_positions, kv_width}, model.matmul_dtype());
+    values_[static_cast<size_t>(l)] =
+        Buffer(model.backend(), {batch_rows, max_positions, kv_width}, model.matmul_dtype());
   }
 }
 
@@ -53,7 +56,8 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
   const int64_t kv_width = Hkv * D, V = config_.vocab_size;
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
-  acts.ensure(*backend_, config_, dtype_, N, /*per_layer=*/false, /*backward=*/false);
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
+  ensure_compute_weights();
   ensure_rope_tables(Tk);
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), tokens, DType::i32);
@@ -67,9 +71,9 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
       const LayerParams& p = layers_[static_cast<size_t>(l)];
       const Tensor ln1 = view(a.ln1, {N, C});
       be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-      be.gemm(ln1, weight(*p.c_q), view(acts.q_raw, {N, H * D}), false, true);
-      be.gemm(ln1, weight(*p.c_k), view(acts.k_raw, {N, kv_width}), false, true);
-      be.gemm(ln1, weight(*p.c_v), view(a.v, {N, kv_width}), false, true);
+      be.gemm(ln1, mm(p.c_q), view(acts.q_raw, {N, H * D}), false, true);
+      be.gemm(ln1, mm(p.c_k), view(acts.k_raw, {N, kv_width}), false, true);
+      be.gemm(ln1, mm(p.c_v), view(a.v, {N, kv_width}), false, true);
       be.rope_qknorm_forward(view(a.q, {B, Tn, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, Tn, H, D}),
                              rope_cos_, rope_sin_, pos, kNormEps);
       be.rope_qknorm_forward(view(a.k, {B, Tn, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, Tn, Hkv, D}),
@@ -88,13 +92,14 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
         be.attention_forward(out_b, lse_b, q_b, row_k.rows(0, Tk).reshaped({1, Tk, Hkv, D}),
                              row_v.rows(0, Tk).reshaped({1, Tk, Hkv, D}), scale);
       }
-      be.gemm(view(a.att, {N, H * D}), weight(*p.attn_proj), x, false, true, 1.0, 1.0);
+      be.gemm(view(a.att, {N, H * D}), mm(p.attn_proj), x, false, true, 1.0, 1.0);
     }
     mlp_forward(acts, l, N);
   }
   be.rmsnorm_forward(view(acts.xf, {N, C}), view(acts.rstd_f, {N}), x, kNormEps);
   // the head on each row's last position only
-  const Tensor last = view(acts.resid0, {B, C});  // resid0 is free here: gather the last rows into it
+  // the MLP's normed input is free here (matmul dtype, [N, C] >= [B, C]): gather the last rows into it
+  const Tensor last = view(acts.layer(0).ln2, {B, C});
   for (int64_t b = 0; b < B; ++b)
     be.copy(last.rows(b, b + 1), view(acts.xf, {N, C}).rows(b * Tn + Tn - 1, b * Tn + Tn));
   const Tensor logits = view(acts.logits, {B, V});

@@ -36,14 +36,15 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 // The standard deviation the spec's init rule draws from (0 for zero init).
 double init_std(const ParameterSpec& spec);
 
-// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype,
-// and, when the model computes in bf16, the bf16 copy of the value that the products read
-// (GPT::refresh_compute_weights() rewrites it from the value after every change of the value).
+// One parameter's storage on a backend: the value (master weights) and its gradient, same dtype; and,
+// for the matrices when the backend takes matmul operands in a lower precision
+// (Backend::matmul_operand_dtype()), `compute`: the value rounded to that dtype, which the GPT
+// refreshes once per optimizer step (empty otherwise).
 struct Parameter {
   ParameterSpec spec;
   Buffer value;
   Buffer grad;
-  Buffer compute;  // empty when the model computes in the value's own dtype
+  Buffer compute;
 };
 
 // Fills every value from `seed` (init_rng.h's counter-based normals, thread-count independent).

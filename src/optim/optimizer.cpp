@@ -43,7 +43,8 @@ GradientCheck Optimizer::check_gradients() {
 
 void Optimizer::queue_gradient_norms(int first_slot) {
   int slot = first_slot;
-  for (Parameter& p : model_->parameters()) model_->backend().sum_squares_to_slot(slot++, p.grad, false);
+  const GPT& model = *model_;  // const access: reading gradients leaves the weights' compute copies current
+  for (const Parameter& p : model.parameters()) model_->backend().sum_squares_to_slot(slot++, p.grad, false);
 }
 
 GradientCheck Optimizer::gradient_check_from(const std::vector<double>& slot_values, int first_slot) const {
@@ -52,7 +53,7 @@ GradientCheck Optimizer::gradient_check_from(const std::vector<double>& slot_val
   GradientCheck result;
   double total = 0.0;
   size_t slot = static_cast<size_t>(first_slot);
-  for (const Parameter& p : model_->parameters()) {
+  for (const Parameter& p : static_cast<const GPT&>(*model_).parameters()) {
     const double sq = slot_values[slot++];
     if (!std::isfinite(sq)) {
       if (result.first_nonfinite.empty()) result.first_nonfinite = p.spec.name;
@@ -75,6 +76,7 @@ void Optimizer::step(double lr_factor, double grad_norm) {
   }
   muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_));
   adamw_.step(lr_factor, steps_taken_ + 1);
+  // the matmul copies of the weights, now: the same ops every step (inside the optimizer's graph region)
   model_->refresh_compute_weights();
   ++steps_taken_;
 }

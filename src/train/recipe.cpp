@@ -153,7 +153,6 @@ Schema schema_for(Recipe& r) {
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
         {"matmul_precision", string_field(r.matmul_precision)},
-        {"compute_dtype", string_field(r.compute_dtype)},
         {"fp8", bool_field(r.fp8)},
         {"graphs", bool_field(r.graphs)}}},
   };
@@ -204,10 +203,6 @@ void Recipe::validate(const std::string& where) const {
   check(threads >= 0, field("backend.threads"), ": expected >= 0 (0 = every core)");
   check(matmul_precision == "f32" || matmul_precision == "bf16", field("backend.matmul_precision"),
         ": expected \"f32\" or \"bf16\", got \"", matmul_precision, "\"");
-  check(compute_dtype == "f32" || compute_dtype == "bf16", field("backend.compute_dtype"),
-        ": expected \"f32\" or \"bf16\", got \"", compute_dtype, "\"");
-  check(compute_dtype == "f32" || backend != "cpu", field("backend.compute_dtype"),
-        ": \"bf16\" needs a backend with bf16 kernels (backend.name = \"cuda\"); the cpu backend computes in f32");
   const OptimizerConfig& o = optimizer;
   check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0, field("optimizer.*_lr"),
         ": learning rates must be >= 0");
@@ -287,7 +282,6 @@ Json to_json(const Recipe& r) {
        {{"name", r.backend},
         {"threads", r.threads},
         {"matmul_precision", r.matmul_precision},
-        {"compute_dtype", r.compute_dtype},
         {"fp8", r.fp8},
         {"graphs", r.graphs}}},
   };

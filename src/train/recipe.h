@@ -52,7 +52,6 @@ struct Recipe {
   std::string backend = "cpu";
   int threads = 0;                  // 0 = every available core
   std::string matmul_precision = "f32";
-  std::string compute_dtype = "f32";  // the model's activations and products: "f32", or "bf16" (cuda; f32 master weights)
   bool fp8 = false;                   // the MLP's forward products in fp8 e4m3 (cuda)
   bool graphs = true;                 // record the training step as graph regions where the backend can (cuda)
 

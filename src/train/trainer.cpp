@@ -136,7 +136,7 @@ void Run::set_up() {
     heldout_start_ = heldout_->state();
   }
 
-  model_ = std::make_unique<GPT>(*backend_, r.model, r.compute_dtype == "bf16" ? DType::bf16 : DType::f32);
+  model_ = std::make_unique<GPT>(*backend_, r.model);  // f32; matmul operands per backend.matmul_precision (gpt.h)
   optimizer_ = std::make_unique<Optimizer>(*model_, r.optimizer);
   train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, r.micro_steps(), r.micro_batch_rows,
                                             r.model.sequence_len, r.graphs);

@@ -73,7 +73,7 @@ TEST(Gemm, ShapeAndDtypeErrorsNameTheOp) {
   expect_error([&] { cpu().gemm(a, d, c, false, false); }, {"gemm", "f64", "f32"});
   expect_error([&] { cpu().gemm(a, e, d, false, false); }, {"gemm"});
   expect_error([&] { cpu().gemm(a, e, Buffer(cpu(), Shape{3, 5}, DType::f32), false, false); }, {"gemm", "c", "[3, 6]"});
-  expect_error([&] { cpu().gemm(h, h, c, false, true); }, {"gemm", "bf16"});
+  expect_error([&] { cpu().gemm(h, a, c, false, true); }, {"gemm", "bf16", "f32"});  // bf16 a needs bf16 b
 }
 
 TEST(GemmPeak, MeasuresAPositiveRate) {

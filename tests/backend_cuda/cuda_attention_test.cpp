@@ -75,6 +75,33 @@ TEST(CudaAttention, FlashKernelsInBf16) {
   check_attention(gpu, {1, 3, 131, 2, 1, 128}, DType::bf16, false, 491);
 }
 
+// The model's mixed precision (gpt.h): bf16 operands, f32 dq and dk, bf16 dv. The kernels write bf16
+// and the backend widens into the f32 tensors, so the gradients equal the all-bf16 ones exactly.
+TEST(CudaAttention, F32GradientsOfBf16OperandsEqualTheBf16Gradients) {
+  CT_REQUIRE_CUDA();
+  for (bool flash : {true, false}) {
+    SCOPED_TRACE(flash ? "flash" : "reference");
+    Backend& gpu = flash ? *cuda() : *cuda({"f32", false, true});
+    const Shape q_shape{2, 130, 4, 128}, kv_shape{2, 130, 2, 128}, lse_shape{2, 4, 130};
+    Buffer q = make(gpu, q_shape, DType::bf16, round_to_bf16(random_values(q_shape.numel(), 600, 1.5)));
+    Buffer k = make(gpu, kv_shape, DType::bf16, round_to_bf16(random_values(kv_shape.numel(), 601, 1.5)));
+    Buffer v = make(gpu, kv_shape, DType::bf16, round_to_bf16(random_values(kv_shape.numel(), 602, 1.5)));
+    Buffer dout = make(gpu, q_shape, DType::bf16, round_to_bf16(random_values(q_shape.numel(), 603)));
+    Buffer out(gpu, q_shape, DType::bf16), lse(gpu, lse_shape, DType::f32);
+    const double scale = 1.0 / std::sqrt(128.0);
+    gpu.attention_forward(out, lse, q, k, v, scale);
+    Buffer dq16 = poisoned(gpu, q_shape, DType::bf16), dk16 = poisoned(gpu, kv_shape, DType::bf16);
+    Buffer dv16 = poisoned(gpu, kv_shape, DType::bf16);
+    gpu.attention_backward(dq16, dk16, dv16, dout, out, lse, q, k, v, scale);
+    Buffer dq32 = poisoned(gpu, q_shape, DType::f32), dk32 = poisoned(gpu, kv_shape, DType::f32);
+    Buffer dv = poisoned(gpu, kv_shape, DType::bf16);
+    gpu.attention_backward(dq32, dk32, dv, dout, out, lse, q, k, v, scale);
+    EXPECT_EQ(read(gpu, dq32), read(gpu, dq16));
+    EXPECT_EQ(read(gpu, dk32), read(gpu, dk16));
+    EXPECT_EQ(read(gpu, dv), read(gpu, dv16));
+  }
+}
+
 TEST(CudaAttention, FlashKernelsAtTheBaselineShape) {
   CT_REQUIRE_CUDA();
   check_attention(*cuda(), {1, 1024, 1024, 5, 5, 128}, DType::bf16, true, 500);

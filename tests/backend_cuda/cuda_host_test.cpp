@@ -229,6 +229,37 @@ TEST(CudaChecks, NormsRopeCrossEntropyEmbedding) {
             std::string::npos);
 }
 
+// The dtype combinations of the model's mixed precision (gpt.h; docs/cuda.md "Dtypes"): accepted;
+// the combinations no kernel takes: refused with the tensor's name.
+TEST(CudaChecks, MixedPrecisionCombinationsOfTheModel) {
+  EXPECT_EQ(check_rmsnorm_backward(fake({6, 10}, DType::f32), fake({6, 10}, DType::f32, 0x2000),
+                                   fake({6, 10}, DType::bf16, 0x3000), fake({6}, DType::f32, 0x4000))
+                .rows,
+            6);
+  EXPECT_EQ(check_rope_qknorm("rope_qknorm_forward", fake({1, 4, 2, 8}, DType::f32), fake({1, 4, 2, 8}, DType::bf16, 0x2000),
+                              fake({8}, DType::f32, 0x3000), fake({6, 4}, DType::f32, 0x4000), fake({6, 4}, DType::f32, 0x5000), 0)
+                .heads,
+            2);
+  EXPECT_NE(error_of([] {
+              check_rope_qknorm("rope_qknorm_forward", fake({1, 4, 2, 8}, DType::f32), fake({1, 4, 2, 8}, DType::f64, 0x2000),
+                                fake({8}, DType::f32, 0x3000), fake({6, 4}, DType::f32, 0x4000), fake({6, 4}, DType::f32, 0x5000), 0);
+            }).find("output"),
+            std::string::npos);
+  const Shape q{1, 8, 2, 64}, kv{1, 8, 1, 64}, lse{1, 2, 8};
+  const AttentionDims d = check_attention_backward(
+      fake(q, DType::f32, 0x1000), fake(kv, DType::f32, 0x2000), fake(kv, DType::bf16, 0x3000), fake(q, DType::bf16, 0x4000),
+      fake(q, DType::bf16, 0x5000), fake(lse, DType::f32, 0x6000), fake(q, DType::bf16, 0x7000), fake(kv, DType::bf16, 0x8000),
+      fake(kv, DType::bf16, 0x9000));
+  EXPECT_EQ(d.kv_heads, 1);
+  // f32 operands take f32 gradients only
+  EXPECT_NE(error_of([&] {
+              check_attention_backward(fake(q, DType::bf16, 0x1000), fake(kv, DType::f32, 0x2000), fake(kv, DType::f32, 0x3000),
+                                       fake(q, DType::f32, 0x4000), fake(q, DType::f32, 0x5000), fake(lse, DType::f32, 0x6000),
+                                       fake(q, DType::f32, 0x7000), fake(kv, DType::f32, 0x8000), fake(kv, DType::f32, 0x9000));
+            }).find("dq_out"),
+            std::string::npos);
+}
+
 // ---- graph regions ---------------------------------------------------------------------------------------
 
 Tensor at(uintptr_t address, Shape shape = {4}) { return fake(shape, DType::f32, address); }

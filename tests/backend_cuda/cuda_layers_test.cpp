@@ -60,14 +60,19 @@ TEST(CudaRmsnorm, ForwardBackwardInEveryDtypePair) {
       gpu.rmsnorm_forward(gy, gr, gx, kEps);
       CT_EXPECT_CLOSE(read(gpu, gy), read(cpu(), cy), tol);
       CT_EXPECT_CLOSE(read(gpu, gr), read(cpu(), cr), 1e-5);
-      // backward: dy and y share y's dtype; dx accumulates in its own (x's) dtype
-      const Values dy = maybe_bf16(random_values(rows * width, 51), y_dtype), dx0 = maybe_bf16(random_values(rows * width, 52), x_dtype);
-      Buffer cdy = make(cpu(), Shape{rows, width}, DType::f32, dy), cdx = make(cpu(), Shape{rows, width}, DType::f32, dx0);
-      Buffer cyy = make(cpu(), Shape{rows, width}, DType::f32, read(gpu, gy));  // the same y on both sides
-      Buffer gdy = make(gpu, Shape{rows, width}, y_dtype, dy), gdx = make(gpu, Shape{rows, width}, x_dtype, dx0);
-      cpu().rmsnorm_backward(cdx, cdy, cyy, cr);
-      gpu.rmsnorm_backward(gdx, gdy, gy, gr);
-      CT_EXPECT_CLOSE(read(gpu, gdx), read(cpu(), cdx), tol);
+      // backward: dy in either dtype (the model's mixed precision: an f32 dy against a bf16 y); dx
+      // accumulates in its own (x's) dtype
+      for (DType dy_dtype : {DType::f32, DType::bf16}) {
+        SCOPED_TRACE(testing::Message() << "dy " << dtype_name(dy_dtype));
+        const Values dy = maybe_bf16(random_values(rows * width, 51), dy_dtype),
+                     dx0 = maybe_bf16(random_values(rows * width, 52), x_dtype);
+        Buffer cdy = make(cpu(), Shape{rows, width}, DType::f32, dy), cdx = make(cpu(), Shape{rows, width}, DType::f32, dx0);
+        Buffer cyy = make(cpu(), Shape{rows, width}, DType::f32, read(gpu, gy));  // the same y on both sides
+        Buffer gdy = make(gpu, Shape{rows, width}, dy_dtype, dy), gdx = make(gpu, Shape{rows, width}, x_dtype, dx0);
+        cpu().rmsnorm_backward(cdx, cdy, cyy, cr);
+        gpu.rmsnorm_backward(gdx, gdy, gy, gr);
+        CT_EXPECT_CLOSE(read(gpu, gdx), read(cpu(), cdx), x_dtype == DType::bf16 || dy_dtype == DType::bf16 ? 1e-2 : tol);
+      }
     }
 }
 
@@ -102,6 +107,37 @@ TEST(CudaRopeQknorm, ForwardBackwardWithAnOffset) {
       gpu.rope_qknorm_backward(gdx, gdy, gy, gr, gc, gs, offset);
       CT_EXPECT_CLOSE(read(gpu, gdx), read(cpu(), cdx), tolerance_for(dtype));
     }
+}
+
+// The model's mixed precision (gpt.h): an f32 projection output x into bf16 q/k; backward from an f32
+// dy against the bf16 y into a bf16 dx (the next products' operand).
+TEST(CudaRopeQknorm, MixedStorageOfTheModelsBf16Path) {
+  CT_REQUIRE_CUDA();
+  Backend& gpu = *cuda();
+  const int64_t B = 2, T = 33, H = 5, D = 128, half = D / 2;
+  Values cos(T * half), sin(T * half);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < half; ++j) {
+      const double angle = static_cast<double>(t) * std::pow(10000.0, -2.0 * j / D);
+      cos[t * half + j] = std::cos(angle);
+      sin[t * half + j] = std::sin(angle);
+    }
+  const Shape shape{B, T, H, D};
+  const Values x = random_values(shape.numel(), 70), dy = random_values(shape.numel(), 71);
+  Buffer cc = make(cpu(), Shape{T, half}, DType::f32, cos), cs = make(cpu(), Shape{T, half}, DType::f32, sin);
+  Buffer gc = make(gpu, Shape{T, half}, DType::f32, cos), gs = make(gpu, Shape{T, half}, DType::f32, sin);
+  Buffer cx = make(cpu(), shape, DType::f32, x), cy(cpu(), shape, DType::f32), cr(cpu(), Shape{B * T * H}, DType::f32);
+  Buffer gx = make(gpu, shape, DType::f32, x), gy = poisoned(gpu, shape, DType::bf16);
+  Buffer gr = poisoned(gpu, Shape{B * T * H}, DType::f32);
+  cpu().rope_qknorm_forward(cy, cr, cx, cc, cs, 0, kEps);
+  gpu.rope_qknorm_forward(gy, gr, gx, gc, gs, 0, kEps);
+  CT_EXPECT_CLOSE(read(gpu, gy), read(cpu(), cy), 1e-2);
+  CT_EXPECT_CLOSE(read(gpu, gr), read(cpu(), cr), 1e-5);
+  Buffer cdy = make(cpu(), shape, DType::f32, dy), cyy = make(cpu(), shape, DType::f32, read(gpu, gy));
+  Buffer cdx(cpu(), shape, DType::f32), gdy = make(gpu, shape, DType::f32, dy), gdx = poisoned(gpu, shape, DType::bf16);
+  cpu().rope_qknorm_backward(cdx, cdy, cyy, cr, cc, cs, 0);
+  gpu.rope_qknorm_backward(gdx, gdy, gy, gr, gc, gs, 0);
+  CT_EXPECT_CLOSE(read(gpu, gdx), read(cpu(), cdx), 1e-2);
 }
 
 TEST(CudaRelu2, ForwardBackward) {

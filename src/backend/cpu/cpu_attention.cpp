@@ -24,8 +24,10 @@
 // every output is written by exactly one task in a fixed order (deterministic, no atomics).
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
+#include "backend/cpu/cpu_attention_amx.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/vector_math.h"
 
@@ -204,15 +206,39 @@ AttentionShape check_attention_args(const char* op, const Tensor& q, const Tenso
   return s;
 }
 
+// bf16 operands (the model's mixed precision): the AMX kernels (cpu_attention_amx.cpp) when they take
+// the shape, else the f32 kernels above on f32 copies (exact widening; the outputs rounded once).
+Buffer f32_copy(Backend& backend, const Tensor& t) {
+  Buffer copy(backend, t.shape, DType::f32);
+  backend.copy(copy, t);
+  return copy;
+}
+
 }  // namespace
 
 void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                    const Tensor& v, double scale) {
   const char* op = "attention_forward";
-  DType dtype = check_float_dtype(op, "q", q);
+  DType dtype = check_compute_dtype(op, "q", q);
   AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
   check_same_dtype(op, "out", out, "q", q);
   check_shape(op, "out", out, q.shape);
+  if (q.dtype == DType::bf16) {
+    check_dtype(op, "lse", lse, DType::f32);
+    if (amx_attention_supported(s.head_dim)) {
+      amx_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
+                            v.as<uint16_t>(), AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
+                            static_cast<float>(scale));
+      return;
+    }
+    Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v);
+    Buffer out32(*this, out.shape, DType::f32);
+    attention_forward_kernel(out32.tensor().as<float>(), lse.as<float>(), q32.tensor().as<float>(),
+                             k32.tensor().as<float>(), v32.tensor().as<float>(), s, static_cast<float>(scale),
+                             gemm_library_);
+    copy(out, out32);
+    return;
+  }
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     SideValues<T> lse_values(lse);
@@ -226,15 +252,45 @@ void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, 
                                     const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
                                     const Tensor& k, const Tensor& v, double scale) {
   const char* op = "attention_backward";
-  DType dtype = check_float_dtype(op, "q", q);
+  DType dtype = check_compute_dtype(op, "q", q);
   AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dq_out", dq_out}, {"dout", dout}, {"out", out}}) {
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dout", dout}, {"out", out}}) {
     check_same_dtype(op, name, t, "q", q);
     check_shape(op, name, t, q.shape);
   }
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dk_out", dk_out}, {"dv_out", dv_out}}) {
-    check_same_dtype(op, name, t, "q", q);
-    check_shape(op, name, t, k.shape);
+  // gradients: the operands' dtype, or f32 when the operands are bf16
+  const bool bf16 = q.dtype == DType::bf16;
+  for (const auto& [name, t, shape] :
+       {std::tuple<const char*, const Tensor&, const Shape&>{"dq_out", dq_out, q.shape}, {"dk_out", dk_out, k.shape},
+        {"dv_out", dv_out, k.shape}}) {
+    if (bf16) {
+      check_storage_dtype(op, name, t, DType::f32);
+    } else {
+      check_same_dtype(op, name, t, "q", q);
+    }
+    check_shape(op, name, t, shape);
+  }
+  if (bf16) {
+    check_dtype(op, "lse", lse, DType::f32);
+    if (amx_attention_supported(s.head_dim)) {
+      amx_attention_backward(dq_out.data, dq_out.dtype == DType::bf16, dk_out.data, dk_out.dtype == DType::bf16,
+                             dv_out.data, dv_out.dtype == DType::bf16, dout.as<uint16_t>(), out.as<uint16_t>(),
+                             lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
+                             AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
+                             static_cast<float>(scale));
+      return;
+    }
+    Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v),
+           dout32 = f32_copy(*this, dout), out32 = f32_copy(*this, out);
+    Buffer dq32(*this, q.shape, DType::f32), dk32(*this, k.shape, DType::f32), dv32(*this, k.shape, DType::f32);
+    attention_backward_kernel(dq32.tensor().as<float>(), dk32.tensor().as<float>(), dv32.tensor().as<float>(),
+                              dout32.tensor().as<float>(), out32.tensor().as<float>(), lse.as<float>(),
+                              q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
+                              static_cast<float>(scale), gemm_library_);
+    copy(dq_out, dq32);
+    copy(dk_out, dk32);
+    copy(dv_out, dv32);
+    return;
   }
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);

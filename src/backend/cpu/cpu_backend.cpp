@@ -6,8 +6,11 @@
 #include <cstring>
 #include <fstream>
 
+#include "backend/cpu/amx.h"
+#include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/onednn_matmul.h"
 #include "util/threads.h"
 
 namespace ct {
@@ -32,11 +35,13 @@ std::string cpu_model_name() {
 
 CpuBackend::CpuBackend(const BackendOptions& options) {
   check(options.threads >= 0, "cpu backend: threads must be >= 0 (0 = every core), got ", options.threads);
-  check(options.matmul_precision == "f32", "cpu backend: matmul_precision '", options.matmul_precision,
-        "' is not supported yet (the CPU backend computes matmuls in f32 or f64)");
+  check(options.matmul_precision == "f32" || options.matmul_precision == "bf16", "cpu backend: matmul_precision '",
+        options.matmul_precision, "' is not one of f32, bf16");
   threads_ = set_thread_count(options.threads);
   gemm_library_ = default_gemm_library();
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
+  matmul_bf16_ = options.matmul_precision == "bf16";
+  amx_usable();  // asks the kernel for AMX tile data once, before any kernel needs it (amx.h)
 }
 
 std::string CpuBackend::device_description() const {
@@ -45,21 +50,30 @@ std::string CpuBackend::device_description() const {
                          : __builtin_cpu_supports("avx512f")  ? "avx512"
                          : __builtin_cpu_supports("avx2")     ? "avx2"
                                                               : "no avx2";
-  return str(threads_, " threads on ", cpu_model_name(), " (", features, "); f32 GEMM: ",
-             gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
+  std::string description = str(threads_, " threads on ", cpu_model_name(), " (", features, "); f32 GEMM: ",
+                                gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
+  if (matmul_bf16_) description += str("; bf16 matmuls: oneDNN, ", amx_status());
+  return description;
 }
 
-// Measured once, on first use: the best of a few 1536^3 f32 GEMMs (~0.2 s in all on 2 cores).
-// This is the ceiling MFU divides by; the CPU backend never reports a data-sheet number.
+// Measured once, on first use: the best of a few 1536^3 GEMMs of the precision the model's matmuls
+// use (f32 through the f32 library, or bf16 through oneDNN; ~0.2 s in all on 2 cores). This is the
+// ceiling MFU divides by; the CPU backend never reports a data-sheet number.
 double CpuBackend::peak_flops() const {
   if (peak_flops_cache_ >= 0) return peak_flops_cache_;
   constexpr int64_t size = 1536;
   std::vector<float> a(size * size, 0.5f), b(size * size, 0.25f), c(size * size, 0.0f);
+  std::vector<uint16_t> a16(a.size(), float_to_bf16(0.5f)), b16(b.size(), float_to_bf16(0.25f));
   double best_seconds = 1e30;
   for (int repeat = 0; repeat < 4; ++repeat) {
     auto start = std::chrono::steady_clock::now();
-    sgemm_row_major(gemm_library_, false, false, size, size, size, 1.0f, a.data(), size, b.data(), size, 0.0f,
-                    c.data(), size);
+    if (matmul_bf16_) {
+      bf16_gemm_row_major(false, false, size, size, size, 1.0f, a16.data(), size, b16.data(), size, 0.0f, c.data(),
+                          false, size);
+    } else {
+      sgemm_row_major(gemm_library_, false, false, size, size, size, 1.0f, a.data(), size, b.data(), size, 0.0f,
+                      c.data(), size);
+    }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (repeat > 0 && seconds < best_seconds) best_seconds = seconds;  // the first call warms up
   }
@@ -117,6 +131,22 @@ DType check_float_dtype(const char* op, const char* arg, const Tensor& t) {
   check(t.dtype == DType::f32 || t.dtype == DType::f64, op, ": ", arg, " has dtype ", dtype_name(t.dtype),
         "; the cpu backend computes this op in f32 or f64 only");
   return t.dtype;
+}
+
+DType check_compute_dtype(const char* op, const char* arg, const Tensor& t) {
+  check_not_empty(op, arg, t);
+  check(t.dtype != DType::i32, op, ": ", arg, " has dtype i32; expected f32, bf16 or f64");
+  return t.dtype == DType::f64 ? DType::f64 : DType::f32;
+}
+
+void check_storage_dtype(const char* op, const char* arg, const Tensor& t, DType compute) {
+  check_not_empty(op, arg, t);
+  if (compute == DType::f64) {
+    check(t.dtype == DType::f64, op, ": ", arg, " must be f64 like the other tensors, got ", dtype_name(t.dtype));
+  } else {
+    check(t.dtype == DType::f32 || t.dtype == DType::bf16, op, ": ", arg, " must be f32 or bf16, got ",
+          dtype_name(t.dtype));
+  }
 }
 
 void check_same_dtype(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref) {

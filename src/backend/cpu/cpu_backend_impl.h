@@ -60,6 +60,9 @@ class CpuBackend final : public Backend {
                                      const Tensor& targets, double softcap) override;
   void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
                                       double softcap, double loss_scale) override;
+  DType matmul_operand_dtype() const override { return matmul_bf16_ ? DType::bf16 : DType::f32; }
+  void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                   const Tensor& targets, double softcap, double loss_scale) override;
 
   void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
                     double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
@@ -69,6 +72,7 @@ class CpuBackend final : public Backend {
  private:
   int threads_ = 1;
   GemmLibrary gemm_library_ = GemmLibrary::openblas;
+  bool matmul_bf16_ = false;  // matmul_precision "bf16": the model stores matmul operands in bf16
   mutable double peak_flops_cache_ = -1.0;
 };
 
@@ -82,6 +86,10 @@ void check_not_empty(const char* op, const char* arg, const Tensor& t);
 void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected);
 // The compute dtype of a float op: f32 or f64, else an error naming the op.
 DType check_float_dtype(const char* op, const char* arg, const Tensor& t);
+// The compute dtype of an op that takes mixed storage: f64 for f64 tensors, f32 for f32 or bf16 ones.
+DType check_compute_dtype(const char* op, const char* arg, const Tensor& t);
+// A tensor stored in f32 or bf16 on the f32 path, or in f64 on the f64 path.
+void check_storage_dtype(const char* op, const char* arg, const Tensor& t, DType compute);
 void check_same_dtype(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref);
 void check_shape(const char* op, const char* arg, const Tensor& t, const Shape& expected);
 void check_ndim(const char* op, const char* arg, const Tensor& t, int ndim);

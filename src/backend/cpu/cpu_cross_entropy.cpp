@@ -3,13 +3,20 @@
 //             argmax_n = the first index of max_j z_n[j]
 //   backward: dlogits_nj = loss_scale (softmax(z_n)_j - [j == t_n]) (1 - (z_nj / cap)^2)
 //             (d z / d logits = 1 - tanh^2), and 0 on rows with t_n < 0.
+//   fused:    both at once (training needs both for every batch): one read of the logits.
 // Rows are independent: parallel over rows. The backward pass reads a whole row of logits into a
 // scratch row of z before writing any of dlogits, so dlogits may alias logits.
+//
+// The fused pass on f32 with a cap (cpu_cross_entropy_fast.cpp, AVX-512) uses that |z| <= cap: it
+// shifts the exponentials by cap instead of by the row's maximum (exp(z - cap) lies in [e^-2cap, 1],
+// far from f32's limits for the caps in use), so one pass over the row gives both tanh and the sum.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/cpu_cross_entropy_fast.h"
+#include "backend/cpu/storage.h"
 #include "backend/cpu/vector_math.h"
 
 namespace ct {
@@ -95,6 +102,42 @@ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const int32_t* t
   }
 }
 
+// Losses and dlogits in one pass per row (the generic version: any T, any dlogits storage, any cap).
+template <typename T, typename SD>
+void cross_entropy_fused_kernel(T* losses, SD* dlogits, const T* logits, const int32_t* targets, int64_t rows,
+                                int64_t vocab, T cap, T loss_scale) {
+#pragma omp parallel if (rows * vocab > kMinParallelElements)
+  {
+    std::vector<T> z(static_cast<size_t>(vocab)), e(static_cast<size_t>(vocab));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < rows; ++n) {
+      SD* d = dlogits + n * vocab;
+      const int32_t target = targets[n];
+      if (target < 0) {
+        losses[n] = 0;
+        for (int64_t j = 0; j < vocab; ++j) store_as(d, j, T(0));
+        continue;
+      }
+      const T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);  // the whole row is read here
+      const T inv_sum = T(1) / exp_shifted(e.data(), z.data(), vocab, max_z);
+      const T z_target = z[static_cast<size_t>(target)];
+      losses[n] = max_z - std::log(inv_sum) - z_target;
+      const T inv_cap = cap > T(0) ? T(1) / cap : T(0);
+#pragma omp simd
+      for (int64_t j = 0; j < vocab; ++j) {
+        const T dz_dlogit = T(1) - (z[j] * inv_cap) * (z[j] * inv_cap);
+        const T hit = j == target ? T(1) : T(0);
+        store_as(d, j, loss_scale * (e[j] * inv_sum - hit) * dz_dlogit);
+      }
+    }
+  }
+}
+
+// f32 with a cap takes the AVX-512 kernel (cpu_cross_entropy_fast.cpp) where it is built.
+bool use_fast_path(double softcap) {
+  return softcap > 0 && softcap <= kFastCrossEntropyMaxCap && fast_cross_entropy_available();
+}
+
 int64_t check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets, double softcap) {
   check(logits.shape.ndim >= 1, op, ": logits has no dimensions");
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
@@ -120,6 +163,11 @@ void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tenso
     check_dtype(op, "argmax", argmax, DType::i32);
     check_numel(op, "argmax", argmax, rows);
   }
+  if (dtype == DType::f32 && use_fast_path(softcap)) {
+    fast_softcap_cross_entropy(losses.as<float>(), argmax.empty() ? nullptr : argmax.as<int32_t>(), nullptr, false,
+                               logits.as<float>(), targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap), 1.0f);
+    return;
+  }
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     SideValues<T> loss_values(losses);
@@ -137,10 +185,49 @@ void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const
   check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
   int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
+  if (dtype == DType::f32 && use_fast_path(softcap)) {
+    std::vector<float> unused_losses(static_cast<size_t>(rows));
+    fast_softcap_cross_entropy(unused_losses.data(), nullptr, dlogits_out.data, false, logits.as<float>(),
+                               targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
+                               static_cast<float>(loss_scale));
+    return;
+  }
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     cross_entropy_backward_kernel(dlogits_out.as<T>(), logits.as<T>(), targets.as<int32_t>(), rows, vocab,
                                   static_cast<T>(softcap), static_cast<T>(loss_scale));
+  });
+}
+
+void CpuBackend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                             const Tensor& targets, double softcap, double loss_scale) {
+  const char* op = "softcap_cross_entropy_fused";
+  DType dtype = check_float_dtype(op, "logits", logits);
+  check_storage_dtype(op, "dlogits_out", dlogits_out, dtype);
+  check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
+  check(dlogits_out.data != logits.data || dlogits_out.dtype == logits.dtype, op,
+        ": dlogits_out may alias logits only with the same dtype");
+  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+  int64_t vocab = logits.shape[logits.shape.ndim - 1];
+  check_side_dtype(op, "losses", losses, dtype);
+  check_numel(op, "losses", losses, rows);
+  if (dtype == DType::f64) {
+    SideValues<double> loss_values(losses);
+    cross_entropy_fused_kernel(loss_values.data(), dlogits_out.as<double>(), logits.as<double>(),
+                               targets.as<int32_t>(), rows, vocab, softcap, loss_scale);
+    loss_values.store();
+    return;
+  }
+  if (use_fast_path(softcap)) {
+    fast_softcap_cross_entropy(losses.as<float>(), nullptr, dlogits_out.data, dlogits_out.dtype == DType::bf16,
+                               logits.as<float>(), targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
+                               static_cast<float>(loss_scale));
+    return;
+  }
+  with_f32_storage(dlogits_out.dtype, [&](auto sd) {
+    cross_entropy_fused_kernel(losses.as<float>(), dlogits_out.as<decltype(sd)>(), logits.as<float>(),
+                               targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
+                               static_cast<float>(loss_scale));
   });
 }
 

@@ -1,14 +1,27 @@
-// gemm: c = alpha op(a) op(b) + beta c, through the GEMM library (gemm_library.h).
+// gemm: c = alpha op(a) op(b) + beta c, through the GEMM library (gemm_library.h) in f32 or f64, or
+// through oneDNN's bf16 matmul (onednn_matmul.h) when a and b are bf16 (c f32, or bf16 with beta 0).
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/onednn_matmul.h"
 
 namespace ct {
 
 void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
                       double alpha, double beta) {
   const char* op = "gemm";
-  DType dtype = check_float_dtype(op, "c", c);
-  check_same_dtype(op, "a", a, "c", c);
-  check_same_dtype(op, "b", b, "c", c);
+  check_not_empty(op, "a", a);
+  check_not_empty(op, "c", c);
+  const bool bf16_operands = a.dtype == DType::bf16;
+  if (bf16_operands) {
+    check_same_dtype(op, "b", b, "a", a);
+    check(c.dtype == DType::f32 || c.dtype == DType::bf16, op, ": with bf16 a and b, c must be f32 or bf16, got ",
+          dtype_name(c.dtype));
+    check(c.dtype == DType::f32 || beta == 0.0, op, ": a bf16 c cannot accumulate (beta must be 0, got ", beta,
+          ")");
+  } else {
+    check_float_dtype(op, "c", c);
+    check_same_dtype(op, "a", a, "c", c);
+    check_same_dtype(op, "b", b, "c", c);
+  }
   check_ndim(op, "a", a, 2);
   check_ndim(op, "b", b, 2);
   check_ndim(op, "c", c, 2);
@@ -23,7 +36,10 @@ void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool tr
   check(c.data != a.data && c.data != b.data, op, ": c must not alias a or b");
   if (m == 0 || n == 0) return;
   int64_t lda = a.shape[1], ldb = b.shape[1], ldc = c.shape[1];
-  if (dtype == DType::f64) {
+  if (bf16_operands) {
+    bf16_gemm_row_major(transpose_a, transpose_b, m, n, k, static_cast<float>(alpha), a.as<uint16_t>(), lda,
+                        b.as<uint16_t>(), ldb, static_cast<float>(beta), c.data, c.dtype == DType::bf16, ldc);
+  } else if (c.dtype == DType::f64) {
     dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a.as<double>(), lda, b.as<double>(), ldb, beta,
                     c.as<double>(), ldc);
   } else {

@@ -4,11 +4,14 @@
 //             r = 1 / sqrt(mean(rot^2) + eps);   y = rot r
 //   backward: drot = r (dy - y mean(dy y))       (RMSNorm backward, see cpu_rmsnorm.cpp)
 //             dx = R^T drot:  dx_j = c_j drot_j - s_j drot_{j+D/2};  dx_{j+D/2} = s_j drot_j + c_j drot_{j+D/2}
-// Rows (b, t, h) are independent: parallel over them.
+// Rows (b, t, h) are independent: parallel over them. On the f32 path x, y, dy and dx may each be
+// stored in f32 or bf16.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/storage.h"
 
 namespace ct {
 
@@ -20,8 +23,9 @@ struct RopeShape {
   int64_t rows() const { return batch * time * heads; }
 };
 
-template <typename T>
-void rope_qknorm_forward_kernel(T* y, T* rstd, const T* x, const T* cos, const T* sin, const RopeShape& s,
+// T: compute type; SX, SY, SD: storage of x, y, dy / dx (bf16 allowed on the f32 path).
+template <typename T, typename SY, typename SX>
+void rope_qknorm_forward_kernel(SY* y, T* rstd, const SX* x, const T* cos, const T* sin, const RopeShape& s,
                                 T eps) {
   const int64_t d = s.head_dim, half = s.half();
 #pragma omp parallel for schedule(static) if (s.rows() * d > kMinParallelElements)
@@ -29,27 +33,30 @@ void rope_qknorm_forward_kernel(T* y, T* rstd, const T* x, const T* cos, const T
     int64_t t = (row / s.heads) % s.time;  // cos/sin rows are already offset by pos_offset
     const T* c = cos + t * half;
     const T* sn = sin + t * half;
-    const T* xr = x + row * d;
-    T* yr = y + row * d;
+    const SX* xr = x + row * d;
+    SY* yr = y + row * d;
     T sum_squares = 0;
 #pragma omp simd reduction(+ : sum_squares)
     for (int64_t j = 0; j < half; ++j) {
-      T x1 = xr[j], x2 = xr[j + half];
+      T x1 = load_as<T>(xr, j), x2 = load_as<T>(xr, j + half);
       T rot1 = x1 * c[j] + x2 * sn[j];
       T rot2 = -x1 * sn[j] + x2 * c[j];
-      yr[j] = rot1;
-      yr[j + half] = rot2;
       sum_squares += rot1 * rot1 + rot2 * rot2;
     }
     T inv_rms = T(1) / std::sqrt(sum_squares / static_cast<T>(d) + eps);
+    // the rotation again (cheaper than a round trip of y through bf16 storage), scaled
 #pragma omp simd
-    for (int64_t j = 0; j < d; ++j) yr[j] *= inv_rms;
+    for (int64_t j = 0; j < half; ++j) {
+      T x1 = load_as<T>(xr, j), x2 = load_as<T>(xr, j + half);
+      store_as(yr, j, (x1 * c[j] + x2 * sn[j]) * inv_rms);
+      store_as(yr, j + half, (-x1 * sn[j] + x2 * c[j]) * inv_rms);
+    }
     rstd[row] = inv_rms;
   }
 }
 
-template <typename T>
-void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, const T* rstd, const T* cos, const T* sin,
+template <typename T, typename SDX, typename SD, typename SY>
+void rope_qknorm_backward_kernel(SDX* dx, const SD* dy, const SY* y, const T* rstd, const T* cos, const T* sin,
                                  const RopeShape& s) {
   const int64_t d = s.head_dim, half = s.half();
 #pragma omp parallel for schedule(static) if (s.rows() * d > kMinParallelElements)
@@ -57,19 +64,19 @@ void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, const T* rstd, 
     int64_t t = (row / s.heads) % s.time;
     const T* c = cos + t * half;
     const T* sn = sin + t * half;
-    const T* dyr = dy + row * d;
-    const T* yr = y + row * d;
-    T* dxr = dx + row * d;
+    const SD* dyr = dy + row * d;
+    const SY* yr = y + row * d;
+    SDX* dxr = dx + row * d;
     T dot = 0;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < d; ++j) dot += dyr[j] * yr[j];
+    for (int64_t j = 0; j < d; ++j) dot += load_as<T>(dyr, j) * load_as<T>(yr, j);
     T mean_dot = dot / static_cast<T>(d), inv_rms = rstd[row];
 #pragma omp simd
     for (int64_t j = 0; j < half; ++j) {
-      T drot1 = inv_rms * (dyr[j] - yr[j] * mean_dot);
-      T drot2 = inv_rms * (dyr[j + half] - yr[j + half] * mean_dot);
-      dxr[j] = c[j] * drot1 - sn[j] * drot2;
-      dxr[j + half] = sn[j] * drot1 + c[j] * drot2;
+      T drot1 = inv_rms * (load_as<T>(dyr, j) - load_as<T>(yr, j) * mean_dot);
+      T drot2 = inv_rms * (load_as<T>(dyr, j + half) - load_as<T>(yr, j + half) * mean_dot);
+      store_as(dxr, j, c[j] * drot1 - sn[j] * drot2);
+      store_as(dxr, j + half, sn[j] * drot1 + c[j] * drot2);
     }
   }
 }
@@ -110,8 +117,8 @@ RopeShape check_rope_args(const char* op, const Tensor& x, const Tensor& rstd, c
 void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
                                      const Tensor& sin, int64_t pos_offset, double eps) {
   const char* op = "rope_qknorm_forward";
-  DType dtype = check_float_dtype(op, "x", x);
-  check_same_dtype(op, "y", y, "x", x);
+  DType dtype = check_compute_dtype(op, "x", x);
+  check_storage_dtype(op, "y", y, dtype);
   check_shape(op, "y", y, x.shape);
   RopeShape s = check_rope_args(op, x, rstd, cos, sin, pos_offset, dtype);
   dispatch_float(dtype, [&](auto zero) {
@@ -119,8 +126,17 @@ void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const 
     std::vector<T> cos_rows = table_rows<T>(cos, pos_offset, s.time, s.half());
     std::vector<T> sin_rows = table_rows<T>(sin, pos_offset, s.time, s.half());
     SideValues<T> inv_rms(rstd);
-    rope_qknorm_forward_kernel(y.as<T>(), inv_rms.data(), x.as<T>(), cos_rows.data(), sin_rows.data(), s,
-                               static_cast<T>(eps));
+    if constexpr (std::is_same_v<T, double>) {
+      rope_qknorm_forward_kernel(y.as<T>(), inv_rms.data(), x.as<T>(), cos_rows.data(), sin_rows.data(), s,
+                                 static_cast<T>(eps));
+    } else {
+      with_f32_storage(y.dtype, [&](auto sy) {
+        with_f32_storage(x.dtype, [&](auto sx) {
+          rope_qknorm_forward_kernel(y.as<decltype(sy)>(), inv_rms.data(), x.as<decltype(sx)>(), cos_rows.data(),
+                                     sin_rows.data(), s, static_cast<T>(eps));
+        });
+      });
+    }
     inv_rms.store();
   });
 }
@@ -128,9 +144,9 @@ void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const 
 void CpuBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
                                       const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
   const char* op = "rope_qknorm_backward";
-  DType dtype = check_float_dtype(op, "y", y);
-  check_same_dtype(op, "dy", dy, "y", y);
-  check_same_dtype(op, "dx_out", dx_out, "y", y);
+  DType dtype = check_compute_dtype(op, "y", y);
+  check_storage_dtype(op, "dy", dy, dtype);
+  check_storage_dtype(op, "dx_out", dx_out, dtype);
   check_shape(op, "dy", dy, y.shape);
   check_shape(op, "dx_out", dx_out, y.shape);
   RopeShape s = check_rope_args(op, y, rstd, cos, sin, pos_offset, dtype);
@@ -140,8 +156,19 @@ void CpuBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, co
     std::vector<T> sin_rows = table_rows<T>(sin, pos_offset, s.time, s.half());
     SideValues<T> inv_rms(rstd);
     inv_rms.load();
-    rope_qknorm_backward_kernel(dx_out.as<T>(), dy.as<T>(), y.as<T>(), inv_rms.data(), cos_rows.data(),
-                                sin_rows.data(), s);
+    if constexpr (std::is_same_v<T, double>) {
+      rope_qknorm_backward_kernel(dx_out.as<T>(), dy.as<T>(), y.as<T>(), inv_rms.data(), cos_rows.data(),
+                                  sin_rows.data(), s);
+    } else {
+      with_f32_storage(dx_out.dtype, [&](auto sdx) {
+        with_f32_storage(dy.dtype, [&](auto sd) {
+          with_f32_storage(y.dtype, [&](auto sy) {
+            rope_qknorm_backward_kernel(dx_out.as<decltype(sdx)>(), dy.as<decltype(sd)>(), y.as<decltype(sy)>(),
+                                        inv_rms.data(), cos_rows.data(), sin_rows.data(), s);
+          });
+        });
+      });
+    }
   });
 }
 

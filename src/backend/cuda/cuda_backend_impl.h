@@ -78,6 +78,8 @@ class CudaBackend final : public Backend {
   std::vector<double> read_value_slots(int count) override;
 
   bool supports_graphs() const override { return true; }
+  // matmul_precision "bf16": the model stores matmul operands in bf16 (gpt.h's mixed precision).
+  DType matmul_operand_dtype() const override { return matmul_bf16_ ? DType::bf16 : DType::f32; }
   void begin_graph(const std::string& name) override;
   void end_graph() override;
   void reset_graph(const std::string& name) override;

@@ -1,6 +1,8 @@
 #include "backend/cuda/cuda_checks.h"
 
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "util/error.h"
 
@@ -70,7 +72,7 @@ RowShape check_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor
 RowShape check_rmsnorm_backward(const Tensor& dx, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
   const char* op = "rmsnorm_backward";
   check_compute_dtype(op, "y", y);
-  check_matching_dtype(op, "dy", dy, "y", y);
+  check_compute_dtype(op, "dy", dy);  // dx_acc, dy and y each f32 or bf16
   check_compute_dtype(op, "dx_acc", dx);
   check_same_rows(op, "dy", dy, "y", y);
   check_same_rows(op, "dx_acc", dx, "y", y);
@@ -84,7 +86,7 @@ RopeShape check_rope_qknorm(const char* op, const Tensor& x, const Tensor& other
                             const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
   check_compute_dtype(op, "x", x);
   check_rank(op, "x", x, 4);
-  check_matching_dtype(op, "output", other, "x", x);
+  check_compute_dtype(op, "output", other);  // x and the other tensor each f32 or bf16
   check_exact_shape(op, "output", other, x.shape);
   RopeShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
   check(s.head_dim % 2 == 0, op, ": head_dim must be even, got ", s.head_dim, " (x ", x.shape.to_string(), ")");
@@ -142,13 +144,19 @@ AttentionDims check_attention_backward(const Tensor& dq, const Tensor& dk, const
                                        const Tensor& v) {
   const char* op = "attention_backward";
   AttentionDims d = check_attention_common(op, q, k, v, lse);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dq_out", dq}, {"dout", dout}, {"out", out}}) {
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dout", dout}, {"out", out}}) {
     check_matching_dtype(op, name, t, "q", q);
     check_exact_shape(op, name, t, q.shape);
   }
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dk_out", dk}, {"dv_out", dv}}) {
-    check_matching_dtype(op, name, t, "q", q);
-    check_exact_shape(op, name, t, k.shape);
+  // the gradients: q's dtype, or f32 with bf16 operands (the model's mixed precision)
+  for (const auto& [name, t, shape] : {std::tuple<const char*, const Tensor&, const Shape&>{"dq_out", dq, q.shape},
+                                       {"dk_out", dk, k.shape}, {"dv_out", dv, k.shape}}) {
+    if (q.dtype == DType::bf16 && t.dtype == DType::f32) {
+      check_exact_dtype(op, name, t, DType::f32);
+    } else {
+      check_matching_dtype(op, name, t, "q", q);
+    }
+    check_exact_shape(op, name, t, shape);
   }
   return d;
 }

@@ -73,15 +73,17 @@ void launch_fp8_quantize(void* q, const void* x, DType dtype, int64_t n, const f
 void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, int64_t rows,
                             int64_t width, double eps, cudaStream_t stream);
 // dx += r (dy - y mean(dy y)); dy and y share a dtype, dx has its own.
-void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, const void* y, DType dy_dtype,
+// dx, dy and y each f32 or bf16 (the model's mixed precision: f32 gradients, a bf16 norm output)
+void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
                              const float* rstd, int64_t rows, int64_t width, cudaStream_t stream);
 // x, y: [rows = B*T*H, D]; row r sits at time (r / heads) % time; cos/sin already offset to pos_offset.
-void launch_rope_qknorm_forward(void* y, float* rstd, const void* x, DType dtype, const float* cos, const float* sin,
-                                int64_t rows, int64_t heads, int64_t time, int64_t head_dim, double eps,
-                                cudaStream_t stream);
-void launch_rope_qknorm_backward(void* dx, const void* dy, const void* y, DType dtype, const float* rstd,
-                                 const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t time,
-                                 int64_t head_dim, cudaStream_t stream);
+// x, y (and dx, dy, y) each f32 or bf16: the model's f32 projection outputs, bf16 q and k
+void launch_rope_qknorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, const float* cos,
+                                const float* sin, int64_t rows, int64_t heads, int64_t time, int64_t head_dim,
+                                double eps, cudaStream_t stream);
+void launch_rope_qknorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
+                                 const float* rstd, const float* cos, const float* sin, int64_t rows, int64_t heads,
+                                 int64_t time, int64_t head_dim, cudaStream_t stream);
 // losses[n] (f32), argmax[n] (i32, may be null); logits of dtype `dtype`, [rows, vocab].
 void launch_cross_entropy_forward(float* losses, int32_t* argmax, const void* logits, DType dtype,
                                   const int32_t* targets, int64_t rows, int64_t vocab, double softcap,

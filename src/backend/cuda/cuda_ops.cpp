@@ -130,8 +130,8 @@ void CudaBackend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const
   OpCall call = graph_call("rmsnorm_backward", Signature().tensor(dx_acc).tensor(dy).tensor(y).tensor(rstd),
                            {dx_acc, dy, y, rstd});
   if (!call.launch) return;
-  launch_rmsnorm_backward(dx_acc.data, dx_acc.dtype, dy.data, y.data, y.dtype, rstd.as<float>(), s.rows, s.width,
-                          stream_);
+  launch_rmsnorm_backward(dx_acc.data, dx_acc.dtype, dy.data, dy.dtype, y.data, y.dtype, rstd.as<float>(), s.rows,
+                          s.width, stream_);
 }
 
 void CudaBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
@@ -143,7 +143,7 @@ void CudaBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const
                            {y, rstd, x, cos, sin});
   if (!call.launch) return;
   const int64_t half = s.head_dim / 2;
-  launch_rope_qknorm_forward(y.data, rstd.as<float>(), x.data, x.dtype, cos.as<float>() + pos_offset * half,
+  launch_rope_qknorm_forward(y.data, y.dtype, rstd.as<float>(), x.data, x.dtype, cos.as<float>() + pos_offset * half,
                              sin.as<float>() + pos_offset * half, s.rows(), s.heads, s.time, s.head_dim, eps, stream_);
 }
 
@@ -152,14 +152,15 @@ void CudaBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, c
   OpScope scope(this);
   const char* op = "rope_qknorm_backward";
   const RopeShape s = check_rope_qknorm(op, y, dy, rstd, cos, sin, pos_offset);
-  check_matching_dtype(op, "dx_out", dx_out, "y", y);
+  check_compute_dtype(op, "dx_out", dx_out);
   check_exact_shape(op, "dx_out", dx_out, y.shape);
   OpCall call = graph_call(op, Signature().tensor(dx_out).tensor(dy).tensor(y).tensor(rstd).tensor(cos).tensor(sin).integer(pos_offset),
                            {dx_out, dy, y, rstd, cos, sin});
   if (!call.launch) return;
   const int64_t half = s.head_dim / 2;
-  launch_rope_qknorm_backward(dx_out.data, dy.data, y.data, y.dtype, rstd.as<float>(), cos.as<float>() + pos_offset * half,
-                              sin.as<float>() + pos_offset * half, s.rows(), s.heads, s.time, s.head_dim, stream_);
+  launch_rope_qknorm_backward(dx_out.data, dx_out.dtype, dy.data, dy.dtype, y.data, y.dtype, rstd.as<float>(),
+                              cos.as<float>() + pos_offset * half, sin.as<float>() + pos_offset * half, s.rows(),
+                              s.heads, s.time, s.head_dim, stream_);
 }
 
 // ---- attention -------------------------------------------------------------------------------------------
@@ -191,15 +192,27 @@ void CudaBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out,
                            {dq_out, dk_out, dv_out, dout, out, lse, q, k, v});
   if (!call.launch) return;
   auto* delta = static_cast<float*>(scratch("attention_delta", sizeof(float) * static_cast<size_t>(lse.numel())));
+  // The kernels write gradients in the operands' dtype. An f32 gradient of bf16 operands (the model's
+  // mixed precision) is written to bf16 scratch and widened into place afterwards: exact widening, but
+  // the gradient carries bf16's rounding (the CPU backend's AMX kernels write f32 directly).
+  void* grads[3] = {dq_out.data, dk_out.data, dv_out.data};
+  const Tensor* grad_tensors[3] = {&dq_out, &dk_out, &dv_out};
+  const char* scratch_names[3] = {"attention_dq", "attention_dk", "attention_dv"};
+  for (int i = 0; i < 3; ++i)
+    if (grad_tensors[i]->dtype != q.dtype)
+      grads[i] = scratch(scratch_names[i], dtype_size(q.dtype) * static_cast<size_t>(grad_tensors[i]->numel()));
   bool flash = flash_attention_ && flash_attention_supports(q.dtype, d.head_dim);
-  for (const Tensor* t : {&dq_out, &dk_out, &dv_out, &dout, &q, &k, &v}) flash = flash && aligned16(t->data);
+  for (const void* p : {grads[0], grads[1], grads[2], dout.data, q.data, k.data, v.data}) flash = flash && aligned16(p);
   if (flash) {
-    launch_attention_backward_flash(dq_out.data, dk_out.data, dv_out.data, dout.data, out.data, lse.as<float>(),
-                                    q.data, k.data, v.data, d, scale, delta, stream_);
+    launch_attention_backward_flash(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data, k.data,
+                                    v.data, d, scale, delta, stream_);
   } else {
-    launch_attention_backward_reference(dq_out.data, dk_out.data, dv_out.data, dout.data, out.data, lse.as<float>(),
-                                        q.data, k.data, v.data, q.dtype, d, scale, delta, stream_);
+    launch_attention_backward_reference(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data,
+                                        k.data, v.data, q.dtype, d, scale, delta, stream_);
   }
+  for (int i = 0; i < 3; ++i)
+    if (grads[i] != grad_tensors[i]->data)
+      launch_convert(grad_tensors[i]->data, grad_tensors[i]->dtype, grads[i], q.dtype, grad_tensors[i]->numel(), stream_);
 }
 
 // ---- relu^2 ------------------------------------------------------------------------------------------

@@ -34,14 +34,14 @@ __global__ void rmsnorm_forward_kernel(TY* y, float* rstd, const TX* x, int64_t 
   if (lane == 0) rstd[row] = inv_rms;
 }
 
-template <typename TD, typename T>
-__global__ void rmsnorm_backward_kernel(TD* dx, const T* dy, const T* y, const float* rstd, int64_t rows,
+template <typename TD, typename TG, typename TY>
+__global__ void rmsnorm_backward_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, int64_t rows,
                                         int64_t width) {
   const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const T* dyr = dy + row * width;
-  const T* yr = y + row * width;
+  const TG* dyr = dy + row * width;
+  const TY* yr = y + row * width;
   TD* dxr = dx + row * width;
   float dot = 0.0f;
   for (int64_t c = lane; c < width; c += 32) dot += to_float(dyr[c]) * to_float(yr[c]);
@@ -79,14 +79,14 @@ __global__ void rmsnorm_forward_vec8_kernel(TY* y, float* rstd, const TX* x, int
   if (lane == 0) rstd[row] = inv_rms;
 }
 
-template <typename TD, typename T>
-__global__ void rmsnorm_backward_vec8_kernel(TD* dx, const T* dy, const T* y, const float* rstd, int64_t rows,
+template <typename TD, typename TG, typename TY>
+__global__ void rmsnorm_backward_vec8_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, int64_t rows,
                                              int64_t width) {
   const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const T* dyr = dy + row * width;
-  const T* yr = y + row * width;
+  const TG* dyr = dy + row * width;
+  const TY* yr = y + row * width;
   TD* dxr = dx + row * width;
   const int64_t chunks = width / 8;
   float dot = 0.0f;
@@ -119,15 +119,15 @@ __global__ void rmsnorm_backward_vec8_kernel(TD* dx, const T* dy, const T* y, co
 
 constexpr int kMaxPairsPerLane = 4;
 
-template <typename T>
-__global__ void rope_qknorm_forward_kernel(T* y, float* rstd, const T* x, const float* cos, const float* sin,
+template <typename TX, typename TY>
+__global__ void rope_qknorm_forward_kernel(TY* y, float* rstd, const TX* x, const float* cos, const float* sin,
                                            int64_t rows, int64_t heads, int64_t time, int64_t head_dim, float eps) {
   const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int64_t half = head_dim / 2, t = (row / heads) % time;
-  const T* xr = x + row * head_dim;
-  T* yr = y + row * head_dim;
+  const TX* xr = x + row * head_dim;
+  TY* yr = y + row * head_dim;
   float rot1[kMaxPairsPerLane], rot2[kMaxPairsPerLane];
   float sum_squares = 0.0f;
 #pragma unroll
@@ -148,24 +148,24 @@ __global__ void rope_qknorm_forward_kernel(T* y, float* rstd, const T* x, const 
   for (int k = 0; k < kMaxPairsPerLane; ++k) {
     const int64_t j = lane + 32 * k;
     if (j < half) {
-      yr[j] = from_float<T>(rot1[k] * inv_rms);
-      yr[j + half] = from_float<T>(rot2[k] * inv_rms);
+      yr[j] = from_float<TY>(rot1[k] * inv_rms);
+      yr[j + half] = from_float<TY>(rot2[k] * inv_rms);
     }
   }
   if (lane == 0) rstd[row] = inv_rms;
 }
 
-template <typename T>
-__global__ void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, const float* rstd, const float* cos,
+template <typename TD, typename TG, typename TY>
+__global__ void rope_qknorm_backward_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, const float* cos,
                                             const float* sin, int64_t rows, int64_t heads, int64_t time,
                                             int64_t head_dim) {
   const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
   const int64_t half = head_dim / 2, t = (row / heads) % time;
-  const T* dyr = dy + row * head_dim;
-  const T* yr = y + row * head_dim;
-  T* dxr = dx + row * head_dim;
+  const TG* dyr = dy + row * head_dim;
+  const TY* yr = y + row * head_dim;
+  TD* dxr = dx + row * head_dim;
   float dot = 0.0f;
   for (int64_t j = lane; j < head_dim; j += 32) dot += to_float(dyr[j]) * to_float(yr[j]);
   dot = warp_sum(dot);
@@ -174,15 +174,15 @@ __global__ void rope_qknorm_backward_kernel(T* dx, const T* dy, const T* y, cons
     const float c = cos[t * half + j], s = sin[t * half + j];
     const float drot1 = inv_rms * (to_float(dyr[j]) - to_float(yr[j]) * mean_dot);
     const float drot2 = inv_rms * (to_float(dyr[j + half]) - to_float(yr[j + half]) * mean_dot);
-    dxr[j] = from_float<T>(c * drot1 - s * drot2);
-    dxr[j + half] = from_float<T>(s * drot1 + c * drot2);
+    dxr[j] = from_float<TD>(c * drot1 - s * drot2);
+    dxr[j + half] = from_float<TD>(s * drot1 + c * drot2);
   }
 }
 
 // Vectorised: LANES = head_dim / 16 lanes per row (several rows per warp), lane l of a row takes
 // the 8 pairs (j, j + D/2) for j = 8l .. 8l + 7 with 16-byte accesses.
-template <typename T, int LANES>
-__global__ void rope_qknorm_forward_vec8_kernel(T* y, float* rstd, const T* x, const float* cos, const float* sin,
+template <typename TX, typename TY, int LANES>
+__global__ void rope_qknorm_forward_vec8_kernel(TY* y, float* rstd, const TX* x, const float* cos, const float* sin,
                                                 int64_t rows, int64_t heads, int64_t time, float eps) {
   constexpr int64_t kHalf = 8 * LANES, kDim = 2 * kHalf;
   const int lane = threadIdx.x % 32;
@@ -219,8 +219,8 @@ __global__ void rope_qknorm_forward_vec8_kernel(T* y, float* rstd, const T* x, c
   if (part == 0) rstd[row] = inv_rms;
 }
 
-template <typename T, int LANES>
-__global__ void rope_qknorm_backward_vec8_kernel(T* dx, const T* dy, const T* y, const float* rstd, const float* cos,
+template <typename TD, typename TG, typename TY, int LANES>
+__global__ void rope_qknorm_backward_vec8_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, const float* cos,
                                                  const float* sin, int64_t rows, int64_t heads, int64_t time) {
   constexpr int64_t kHalf = 8 * LANES, kDim = 2 * kHalf;
   const int lane = threadIdx.x % 32;
@@ -436,69 +436,82 @@ void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, 
   CT_CUDA_CHECK_LAUNCH("rmsnorm_forward");
 }
 
-void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, const void* y, DType dy_dtype,
+void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
                              const float* rstd, int64_t rows, int64_t width, cudaStream_t stream) {
   if (rows <= 0) return;
   const bool vec8 = width % 8 == 0 && is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y);
   dispatch_compute(dx_dtype, [&](auto dx_zero) {
     using TD = decltype(dx_zero);
-    dispatch_compute(dy_dtype, [&](auto zero) {
-      using T = decltype(zero);
-      if (vec8) {
-        rmsnorm_backward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-            static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
-      } else {
-        rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-            static_cast<TD*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, rows, width);
-      }
+    dispatch_compute(dy_dtype, [&](auto dy_zero) {
+      using TG = decltype(dy_zero);
+      dispatch_compute(y_dtype, [&](auto y_zero) {
+        using TY = decltype(y_zero);
+        if (vec8) {
+          rmsnorm_backward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, rows, width);
+        } else {
+          rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, rows, width);
+        }
+      });
     });
   });
   CT_CUDA_CHECK_LAUNCH("rmsnorm_backward");
 }
 
-void launch_rope_qknorm_forward(void* y, float* rstd, const void* x, DType dtype, const float* cos, const float* sin,
-                                int64_t rows, int64_t heads, int64_t time, int64_t head_dim, double eps,
-                                cudaStream_t stream) {
+void launch_rope_qknorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, const float* cos,
+                                const float* sin, int64_t rows, int64_t heads, int64_t time, int64_t head_dim,
+                                double eps, cudaStream_t stream) {
   if (rows <= 0) return;
   check(head_dim <= 2 * 32 * kMaxPairsPerLane, "rope_qknorm: head_dim ", head_dim, " is above the CUDA limit of ",
         2 * 32 * kMaxPairsPerLane);
   const bool aligned = is_aligned16(y) && is_aligned16(x) && is_aligned16(cos) && is_aligned16(sin);
-  dispatch_compute(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
-      constexpr int kLanes = decltype(lanes)::value;
-      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
-      rope_qknorm_forward_vec8_kernel<T, kLanes>
-          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
-              static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, static_cast<float>(eps));
+  dispatch_compute(x_dtype, [&](auto x_zero) {
+    using TX = decltype(x_zero);
+    dispatch_compute(y_dtype, [&](auto y_zero) {
+      using TY = decltype(y_zero);
+      const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+        constexpr int kLanes = decltype(lanes)::value;
+        const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+        rope_qknorm_forward_vec8_kernel<TX, TY, kLanes>
+            <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
+                static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time,
+                static_cast<float>(eps));
+      });
+      if (!vectorised)
+        rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time, head_dim,
+            static_cast<float>(eps));
     });
-    if (!vectorised)
-      rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-          static_cast<T*>(y), rstd, static_cast<const T*>(x), cos, sin, rows, heads, time, head_dim,
-          static_cast<float>(eps));
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_forward");
 }
 
-void launch_rope_qknorm_backward(void* dx, const void* dy, const void* y, DType dtype, const float* rstd,
-                                 const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t time,
-                                 int64_t head_dim, cudaStream_t stream) {
+void launch_rope_qknorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
+                                 const float* rstd, const float* cos, const float* sin, int64_t rows, int64_t heads,
+                                 int64_t time, int64_t head_dim, cudaStream_t stream) {
   if (rows <= 0) return;
   const bool aligned = is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y) && is_aligned16(cos) && is_aligned16(sin);
-  dispatch_compute(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
-      constexpr int kLanes = decltype(lanes)::value;
-      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
-      rope_qknorm_backward_vec8_kernel<T, kLanes>
-          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
-              static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads,
-              time);
+  dispatch_compute(dx_dtype, [&](auto dx_zero) {
+    using TD = decltype(dx_zero);
+    dispatch_compute(dy_dtype, [&](auto dy_zero) {
+      using TG = decltype(dy_zero);
+      dispatch_compute(y_dtype, [&](auto y_zero) {
+        using TY = decltype(y_zero);
+        const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+          constexpr int kLanes = decltype(lanes)::value;
+          const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+          rope_qknorm_backward_vec8_kernel<TD, TG, TY, kLanes>
+              <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0,
+                 stream>>>(static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos,
+                           sin, rows, heads, time);
+        });
+        if (!vectorised)
+          rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos, sin, rows, heads,
+              time, head_dim);
+      });
     });
-    if (!vectorised)
-      rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), rstd, cos, sin, rows, heads, time,
-          head_dim);
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_backward");
 }

@@ -1,0 +1,71 @@
+#include "backend/cpu/amx.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cpuid.h>
+#include <cstdlib>
+#include <mutex>
+
+namespace ct {
+
+namespace {
+
+constexpr int kArchGetXcompPerm = 0x1022;
+constexpr int kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+struct AmxState {
+  bool usable = false;
+  std::string status;
+};
+
+bool cpu_has_amx_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool tile = (edx >> 24) & 1u, bf16 = (edx >> 22) & 1u;
+  return tile && bf16;
+}
+
+AmxState probe() {
+  AmxState state;
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+  const char* env = std::getenv("CLOCKTRAIN_CPU_AMX");
+  if (env && std::string(env) == "0") {
+    state.status = "AMX off (CLOCKTRAIN_CPU_AMX=0)";
+    return state;
+  }
+  if (!cpu_has_amx_bf16()) {
+    state.status = "no AMX on this CPU";
+    return state;
+  }
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
+    state.status = "AMX refused by the kernel (arch_prctl ARCH_REQ_XCOMP_PERM)";
+    return state;
+  }
+  unsigned long permitted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) != 0 || !((permitted >> kXfeatureXtiledata) & 1ul)) {
+    state.status = "AMX tile data not permitted after the request";
+    return state;
+  }
+  state.usable = true;
+  state.status = "AMX bf16 tiles";
+#else
+  state.status = cpu_has_amx_bf16() ? "AMX not compiled in (build without -march=native)" : "no AMX on this CPU";
+#endif
+  return state;
+}
+
+const AmxState& amx_state() {
+  static AmxState state;
+  static std::once_flag once;
+  std::call_once(once, [] { state = probe(); });
+  return state;
+}
+
+}  // namespace
+
+bool amx_usable() { return amx_state().usable; }
+std::string amx_status() { return amx_state().status; }
+
+}  // namespace ct

@@ -1,0 +1,168 @@
+// The fused softcapped cross-entropy on f32 logits, AVX-512 (math: cpu_cross_entropy.cpp).
+// Used for every f32 cross-entropy with a cap (forward, backward and fused), so that the training
+// loss and the evaluation loss of the same logits are the same bits.
+// Per row, with y = logit / cap and th = tanh(y) = 1 - 2 / (exp(2y) + 1):
+//   pass 1: z = cap th, e = exp(z - cap), sum += e     (e and th kept in a scratch row)
+//   loss = cap + log(sum) - z[target]
+//   pass 2: dlogit = loss_scale (e / sum - [j == target]) (1 - th^2)
+// 1 - 2 / (t + 1) has an absolute error of a few f32 ulps of 1 near y = 0, i.e. ~1e-6 in z at
+// cap 15: far below what bf16 matmuls or the loss's own rounding contribute.
+#include "backend/cpu/cpu_cross_entropy_fast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/bf16.h"
+#include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/simd_math.h"
+
+namespace ct {
+
+#ifdef CLOCKTRAIN_SIMD_AVX512
+
+namespace {
+
+// 1 / a to ~1e-8 relative: vrcp14ps and one Newton step (a single vdivps costs more than the rest).
+inline __m512 reciprocal(__m512 a) {
+  const __m512 r = _mm512_rcp14_ps(a);
+  return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
+}
+
+// kGradient: write dlogits (f32, or bf16 when kBf16); argmax may be null.
+template <bool kGradient, bool kBf16>
+void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logits, const int32_t* targets,
+                int64_t rows, int64_t vocab, float cap, float loss_scale) {
+#pragma omp parallel if (rows * vocab > kMinParallelElements)
+  {
+    std::vector<float> e_row(static_cast<size_t>(vocab)), th_row(static_cast<size_t>(vocab));
+    float* e = e_row.data();
+    float* th = th_row.data();
+    const __m512 two_over_cap = _mm512_set1_ps(2.0f / cap), cap_v = _mm512_set1_ps(cap);
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    const int64_t full = vocab / 16 * 16;
+    const __mmask16 tail = simd::tail_mask(vocab - full);
+    // th = tanh(logit / cap) and e = exp(cap th - cap), for 16 logits
+    auto tanh_and_exp = [&](__m512 logit, __m512& th_v) {
+      const __m512 t = simd::exp(_mm512_mul_ps(logit, two_over_cap));
+      th_v = _mm512_fnmadd_ps(two, reciprocal(_mm512_add_ps(t, one)), one);
+      return simd::exp(_mm512_fmsub_ps(cap_v, th_v, cap_v));
+    };
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < rows; ++n) {
+      const float* l = logits + n * vocab;
+      float* d32 = static_cast<float*>(dlogits) + n * vocab;
+      uint16_t* d16 = static_cast<uint16_t*>(dlogits) + n * vocab;
+      const int32_t target = targets[n];
+      float sum = 0.0f;
+      if (target >= 0 || argmax) {
+        // pass 1 (reads the whole row, so that dlogits may alias it)
+        __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+        int64_t j = 0;
+        for (; j + 32 <= full; j += 32) {
+          __m512 th0, th1;
+          const __m512 e0 = tanh_and_exp(_mm512_loadu_ps(l + j), th0);
+          const __m512 e1 = tanh_and_exp(_mm512_loadu_ps(l + j + 16), th1);
+          _mm512_storeu_ps(e + j, e0);
+          _mm512_storeu_ps(e + j + 16, e1);
+          _mm512_storeu_ps(th + j, th0);
+          _mm512_storeu_ps(th + j + 16, th1);
+          sum0 = _mm512_add_ps(sum0, e0);
+          sum1 = _mm512_add_ps(sum1, e1);
+        }
+        for (; j < full; j += 16) {
+          __m512 th0;
+          const __m512 e0 = tanh_and_exp(_mm512_loadu_ps(l + j), th0);
+          _mm512_storeu_ps(e + j, e0);
+          _mm512_storeu_ps(th + j, th0);
+          sum0 = _mm512_add_ps(sum0, e0);
+        }
+        if (tail) {
+          __m512 th0;
+          const __m512 e0 = tanh_and_exp(_mm512_maskz_loadu_ps(tail, l + j), th0);
+          _mm512_mask_storeu_ps(e + j, tail, e0);
+          _mm512_mask_storeu_ps(th + j, tail, th0);
+          sum0 = _mm512_add_ps(sum0, _mm512_maskz_mov_ps(tail, e0));
+        }
+        sum = _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
+        if (argmax) {  // the first index of the largest z = cap th (z is increasing in th)
+          float best = th[0];
+          for (int64_t i = 1; i < vocab; ++i) best = th[i] > best ? th[i] : best;
+          argmax[n] = static_cast<int32_t>(std::find(th, th + vocab, best) - th);
+        }
+      }
+      if (target < 0) {
+        losses[n] = 0.0f;
+        if constexpr (kGradient) {
+          if constexpr (kBf16) {
+            std::fill(d16, d16 + vocab, uint16_t{0});
+          } else {
+            std::fill(d32, d32 + vocab, 0.0f);
+          }
+        }
+        continue;
+      }
+      const float th_target = th[target];
+      losses[n] = cap + std::log(sum) - cap * th_target;
+      if constexpr (!kGradient) continue;
+      // pass 2: dlogit = loss_scale e / sum (1 - th^2); the target's entry is set afterwards
+      const __m512 coef = _mm512_set1_ps(loss_scale / sum);
+      auto gradient = [&](int64_t at, __mmask16 mask) {
+        const __m512 th_v = _mm512_maskz_loadu_ps(mask, th + at);
+        const __m512 slope = _mm512_fnmadd_ps(th_v, th_v, one);
+        return _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, e + at), coef), slope);
+      };
+      int64_t j = 0;
+      for (; j < full; j += 16) {
+        const __m512 g = gradient(j, 0xffff);
+        if constexpr (kBf16) {
+          simd::store_bf16(d16 + j, g);
+        } else {
+          _mm512_storeu_ps(d32 + j, g);
+        }
+      }
+      if (tail) {
+        const __m512 g = gradient(j, tail);
+        if constexpr (kBf16) {
+          simd::mask_store_bf16(d16 + j, tail, g);
+        } else {
+          _mm512_mask_storeu_ps(d32 + j, tail, g);
+        }
+      }
+      const float g_target = (e[target] / sum - 1.0f) * (1.0f - th_target * th_target) * loss_scale;
+      if constexpr (kBf16) {
+        d16[target] = float_to_bf16(g_target);
+      } else {
+        d32[target] = g_target;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool fast_cross_entropy_available() { return true; }
+
+void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16,
+                                const float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float cap,
+                                float loss_scale) {
+  if (!dlogits) {
+    fused_rows<false, false>(losses, argmax, nullptr, logits, targets, rows, vocab, cap, loss_scale);
+  } else if (dlogits_bf16) {
+    fused_rows<true, true>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+  } else {
+    fused_rows<true, false>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+  }
+}
+
+#else
+
+bool fast_cross_entropy_available() { return false; }
+void fast_softcap_cross_entropy(float*, int32_t*, void*, bool, const float*, const int32_t*, int64_t, int64_t, float,
+                                float) {
+  fail("fast_softcap_cross_entropy: not built (needs AVX-512)");
+}
+
+#endif
+
+}  // namespace ct

@@ -1,0 +1,33 @@
+#pragma once
+// bf16 matrix products through oneDNN's matmul primitive: bf16 A and B, f32 accumulation, an f32 or
+// bf16 C. On this project's machines oneDNN runs them on AMX tiles (brg:avx512_core_amx_bf16) when the
+// process may use AMX (amx.h), else on AVX512_BF16 dot products (brg:avx512_core_bf16).
+//
+//   C[M,N] = alpha op(A) op(B) + beta C          (row-major, op(X) = X^T when the flag is set)
+//
+// oneDNN picks and JIT-compiles a kernel when a primitive is created (~0.1-1 ms), so primitives are
+// built once per (shape, transposes, leading dimensions, dtypes, beta) and cached for the life of the
+// process: a training step reuses the same few dozen. beta is part of the primitive (a "sum" post-op),
+// which is fine because callers use beta 0 or 1. alpha != 1 is applied after the product, in one pass
+// over C (oneDNN 2.6 would run a scaled matmul on a slower non-AMX kernel).
+//
+// Thread use: the primitive runs on OpenMP's threads (Debian's libdnnl uses the OpenMP runtime), the
+// same pool as every other kernel; called from inside a parallel region it runs on the calling thread.
+// For a fixed thread count a primitive computes the same bits on every call.
+#include <cstdint>
+#include <string>
+
+namespace ct {
+
+// c_bf16: C holds bf16 (rounded to nearest even once, after the f32 accumulation), else f32.
+void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
+                         bool c_bf16, int64_t ldc);
+
+// oneDNN's name for the kernel it runs for this product (e.g. "brg:avx512_core_amx_bf16"), for benches.
+std::string bf16_gemm_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
+
+// How many distinct primitives the cache holds (for tests and benches).
+int64_t bf16_gemm_cached_primitives();
+
+}  // namespace ct
