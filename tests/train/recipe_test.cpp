@@ -38,6 +38,7 @@ TEST(Recipe, ShippedRecipesParse) {
   EXPECT_EQ(small.model.sequence_len, 512);
   EXPECT_EQ(small.tokens_per_step, 16384);
   EXPECT_EQ(small.optimizer.matrix_lr, 0.02);  // the baseline's rules
+  EXPECT_EQ(small.matmul_precision, "bf16");     // the faster path (docs/performance.md)
   Recipe tiny = load_recipe(test::source_dir() / "recipes" / "tiny.toml");
   EXPECT_EQ(tiny.model.attention_layers, (std::vector<bool>{true, false}));
   EXPECT_NE(recipe_hash(tiny), recipe_hash(small));

@@ -22,9 +22,18 @@
 // order, so results are identical from run to run (and for sum/sum_squares, for any thread count).
 //
 // GEMM: f32 through OpenBLAS or oneDNN (gemm_library.h; CLOCKTRAIN_CPU_GEMM picks), f64 through
-// OpenBLAS's dgemm. BackendOptions::matmul_precision must be "f32" for now.
+// OpenBLAS's dgemm.
 //
-// peak_flops(): measured on first use (a few 1536^3 f32 GEMMs, ~0.2 s on 2 cores) and cached.
+// Mixed precision: BackendOptions::matmul_precision "f32" (default, the reference) or "bf16". With
+// "bf16", matmul_operand_dtype() is bf16 and the model stores every matmul operand in bf16 (gpt.h):
+// gemm takes bf16 A and B with an f32 or bf16 C (oneDNN's matmul primitive, AMX tiles when the
+// kernel grants them, amx.h; f32 accumulation); attention takes bf16 q, k, v, out (AMX kernels for
+// head_dim a multiple of 32, else the f32 kernels on widened copies) with f32 or bf16 gradients;
+// rmsnorm, rope_qknorm, relu2 and the fused cross-entropy read and write bf16 where the model stores
+// it and compute in f32. f32 tensors are accepted everywhere as before.
+//
+// peak_flops(): measured on first use (a few 1536^3 GEMMs in the matmul precision, ~0.2 s on 2 cores)
+// and cached.
 #include <memory>
 
 #include "backend/backend.h"
