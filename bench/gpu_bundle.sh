@@ -16,14 +16,20 @@
 # carry=[".gpu_bundle"], timeout_s=540). Keep it under the 64 MiB a call may carry (checked below).
 #
 # usage: bench/gpu_bundle.sh            (env: BUILD=build/gpu-bundle, JOBS=2)
+#   PACKAGE_ONLY=1 BUILD=build/release bench/gpu_bundle.sh: package what BUILD already holds, without
+#   configuring or building (a dry run of the packaging; a native build may not run on the device's
+#   CPU, and the MANIFEST says which build it came from)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build/gpu-bundle}
 jobs=${JOBS:-2}
+package_only=${PACKAGE_ONLY:-0}
 bundle=.gpu_bundle
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLOCKTRAIN_NATIVE=OFF -DCLOCKTRAIN_TESTS=ON \
-  -DCLOCKTRAIN_BENCH=ON -DCLOCKTRAIN_CUDA=ON >/dev/null
+if [ "$package_only" != 1 ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLOCKTRAIN_NATIVE=OFF -DCLOCKTRAIN_TESTS=ON \
+    -DCLOCKTRAIN_BENCH=ON -DCLOCKTRAIN_CUDA=ON >/dev/null
+fi
 known_targets=$(cmake --build "$build" --target help)
 echo "$known_targets" | grep -q "ct_backend_cuda" ||
   { echo "gpu_bundle: nvcc was not found: no CUDA backend to bundle" >&2; exit 1; }
@@ -32,8 +38,10 @@ targets=""
 for t in $wanted; do
   if echo "$known_targets" | grep -q "^\.\.\. $t\$"; then targets="$targets $t"; fi
 done
-echo "gpu_bundle: building$targets (-j$jobs)" >&2
-cmake --build "$build" -j"$jobs" --target $targets
+if [ "$package_only" != 1 ]; then
+  echo "gpu_bundle: building$targets (-j$jobs)" >&2
+  cmake --build "$build" -j"$jobs" --target $targets
+fi
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/staging"
@@ -59,6 +67,7 @@ rm -rf "$bundle/staging"
   echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- src tests bench || echo ' (with uncommitted changes)')"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -1)"
   echo "nvcc $(nvcc --version | grep -o 'release [0-9.]*'), gencode $(grep CLOCKTRAIN_CUDA_GENCODE: "$build/CMakeCache.txt" | cut -d= -f2-)"
+  echo "build $build, $(grep '^CLOCKTRAIN_NATIVE:' "$build/CMakeCache.txt" || echo 'CLOCKTRAIN_NATIVE unset')$([ "$package_only" = 1 ] && echo ', packaged only (PACKAGE_ONLY=1)')"
   (cd "$bundle" && sha256sum bin/* lib.tar.xz)
 } >"$bundle/MANIFEST"
 exclude=$(git rev-parse --git-path info/exclude)
