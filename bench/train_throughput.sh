@@ -55,10 +55,14 @@ done
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 
+def fwd_bwd(r):
+    """forward + backward seconds: clocktrain's step times them together (one wait per step), torch apart."""
+    return r["forward_backward_seconds"] if "forward_backward_seconds" in r else r["forward_seconds"] + r["backward_seconds"]
+
 def projected(r):
     """tokens/s at the recipe's own batch: forward+backward scale with the tokens, the optimizer step does not."""
     scale = r["recipe_tokens_per_step"] / r["tokens_per_step"]
-    return r["recipe_tokens_per_step"] / (scale * (r["forward_seconds"] + r["backward_seconds"]) + r["optimizer_seconds"])
+    return r["recipe_tokens_per_step"] / (scale * fwd_bwd(r) + r["optimizer_seconds"])
 
 print(f"\n{rows[0].get('clock', 'wall')} clock")
 print(f"{'recipe':<10} {'matmuls':>7} {'tokens/step':>11} {'threads':>7} {'clocktrain tok/s':>16} {'torch tok/s':>11} "
@@ -85,7 +89,7 @@ for recipe in dict.fromkeys(r["recipe"] for r in rows):
                   f"{p_ct:.0f} tok/s, torch {p_th:.0f} tok/s, ratio {p_ct / p_th:.2f}x, {100 * f_ct / peak:.1f}% of peak")
         for r_ct, r_th in zip(ct, th):
             print(f"{'':<18} round: clocktrain {r_ct['tokens_per_second']:.0f} tok/s "
-                  f"(fwd {r_ct['forward_seconds']:.2f} s, bwd {r_ct['backward_seconds']:.2f} s, "
+                  f"(fwd+bwd {fwd_bwd(r_ct):.2f} s, "
                   f"opt {r_ct['optimizer_seconds']:.2f} s, peak {r_ct['gemm_peak_flops'] / 1e9:.0f} GFLOP/s), "
                   f"torch {r_th['tokens_per_second']:.0f} tok/s "
                   f"(fwd {r_th['forward_seconds']:.2f} s, bwd {r_th['backward_seconds']:.2f} s, opt {r_th['optimizer_seconds']:.2f} s)")

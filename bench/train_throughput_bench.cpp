@@ -26,6 +26,7 @@
 #include "model/gpt.h"
 #include "model/init_rng.h"
 #include "optim/optimizer.h"
+#include "train/train_step.h"
 #include "train/recipe.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -93,6 +94,8 @@ int run(int argc, char** argv) {
     else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
     else if (flag == "--backend") recipe.backend = value;
     else if (flag == "--matmul-precision") recipe.matmul_precision = value;
+    else if (flag == "--fp8") recipe.fp8 = (value == "true" || value == "1");
+    else if (flag == "--graphs") recipe.graphs = (value == "true" || value == "1");
     else if (flag == "--clock") g_cpu_clock = (value == "cpu");
     else fail("train_throughput_bench: unknown option ", flag);
   }
@@ -103,49 +106,44 @@ int run(int argc, char** argv) {
   options.name = recipe.backend;
   options.threads = set_thread_count(threads);
   options.matmul_precision = recipe.matmul_precision;
+  options.fp8 = recipe.fp8;
   auto backend = create_backend(options);
   const double peak_before = gemm_peak(*backend, 1536, 4);
 
-  GPT model(*backend, recipe.model);
+  GPT model(*backend, recipe.model, DType::f32);  // matmul operands in the backend's dtype (gpt.h)
   model.initialize(recipe.seed);
   Optimizer optimizer(model, recipe.optimizer);
   const int64_t B = recipe.micro_batch_rows, T = recipe.model.sequence_len, micro = recipe.micro_steps();
-  std::vector<int32_t> inputs(static_cast<size_t>(B * T)), targets(inputs.size());
+  TrainStep train_step(model, optimizer, micro, B, T, recipe.graphs);
   uint64_t counter = 0;
-  auto fill_batch = [&] {
+  auto fill_batch = [&](std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+    inputs.resize(static_cast<size_t>(B * T));
+    targets.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       inputs[i] = static_cast<int32_t>(splitmix64_mix(counter++) % static_cast<uint64_t>(recipe.model.vocab_size));
       targets[i] = static_cast<int32_t>(splitmix64_mix(counter++) % static_cast<uint64_t>(recipe.model.vocab_size));
     }
   };
 
-  std::vector<double> step_s, forward_s, backward_s, optimizer_s;
+  // The trainer's step (train/train_step.h): forward and backward of every micro-batch and the
+  // gradient check with one wait, then the optimizer; graph regions where the backend has them.
+  std::vector<double> step_s, forward_backward_s, optimizer_s, losses;
   for (int s = 0; s < warmup + steps; ++s) {
-    double fwd = 0, bwd = 0;
     Timer step;
-    model.zero_grad();
-    for (int64_t m = 0; m < micro; ++m) {
-      fill_batch();
-      Timer w;
-      model.forward(inputs.data(), targets.data(), B, T);
-      backend->synchronize();
-      fwd += w.seconds();
-      w.restart();
-      model.backward(1.0 / static_cast<double>(micro));
-      backend->synchronize();
-      bwd += w.seconds();
-    }
+    const StepMeasurement measured = train_step.forward_backward(fill_batch);
+    const double fwd_bwd = step.seconds();
     Timer w;
-    const GradientCheck g = optimizer.check_gradients();
-    optimizer.step(1.0, g.norm);
+    train_step.apply(1.0, measured.gradients.norm);
     backend->synchronize();
     const double opt = w.seconds(), total = step.seconds();
-    std::fprintf(stderr, "%s step %d: %.3f s (forward %.3f, backward %.3f, optimizer %.3f)\n",
-                 s < warmup ? "warm-up" : "measured", s + 1, total, fwd, bwd, opt);
+    double loss = 0;
+    for (double l : measured.micro_losses) loss += l / static_cast<double>(micro);
+    losses.push_back(loss);
+    std::fprintf(stderr, "%s step %d: %.4f s (forward+backward %.4f, optimizer %.4f), loss %.4f\n",
+                 s < warmup ? "warm-up" : "measured", s + 1, total, fwd_bwd, opt, loss);
     if (s < warmup) continue;
     step_s.push_back(total);
-    forward_s.push_back(fwd);
-    backward_s.push_back(bwd);
+    forward_backward_s.push_back(fwd_bwd);
     optimizer_s.push_back(opt);
   }
   const double peak_after = gemm_peak(*backend, 1536, 4);
@@ -158,8 +156,9 @@ int run(int argc, char** argv) {
               static_cast<long long>(recipe.tokens_per_step), static_cast<long long>(micro), static_cast<long long>(B),
               static_cast<long long>(T), options.threads, g_cpu_clock ? "process-CPU" : "wall",
               backend->device_description().c_str());
-  std::printf("  step %.3f s (median of %d): forward %.3f, backward %.3f, optimizer %.3f\n", step_median, steps,
-              median(forward_s), median(backward_s), median(optimizer_s));
+  std::printf("  step %.4f s (median of %d): forward+backward %.4f, optimizer %.4f; %s matmul operands, graphs %s\n",
+              step_median, steps, median(forward_backward_s), median(optimizer_s), dtype_name(model.matmul_dtype()),
+              train_step.uses_graphs() ? "on" : "off");
   std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s (%.1f before, %.1f after): %.1f%% of peak\n",
               tokens_per_second, flops_per_second / 1e9, peak / 1e9, peak_before / 1e9, peak_after / 1e9,
               100.0 * flops_per_second / peak);
@@ -173,9 +172,13 @@ int run(int argc, char** argv) {
          {"micro_batch_rows", B},
          {"steps", steps},
          {"step_seconds", step_median},
-         {"forward_seconds", median(forward_s)},
-         {"backward_seconds", median(backward_s)},
+         {"forward_backward_seconds", median(forward_backward_s)},
          {"optimizer_seconds", median(optimizer_s)},
+         {"step_ms", 1000.0 * step_median},
+         {"fp8", recipe.fp8},
+         {"graphs", train_step.uses_graphs()},
+         {"memory_bytes", backend->memory_in_use_bytes()},
+         {"losses", losses},
          {"tokens_per_second", tokens_per_second},
          {"flops_per_token", recipe.model.flops_per_token()},
          {"model_flops_per_second", flops_per_second},

@@ -134,6 +134,73 @@ class Backend {
   //   X = G / (||G||_F + 1e-7) (transposed first when rows > cols); `steps` times:
   //   A = X X^T, B = b A + c A A, X = a X + B X; transposed back.
   virtual void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;
+
+  // ======== optional capabilities: every method below has a working default ========================
+  // (added for the CUDA backend; docs/cuda.md shows how a training step uses them)
+
+  // ---- lower-precision linear layers ----------------------------------------------------------------
+  // y = x W^T + beta y for a linear layer (x: [M, K], w: [N, K], y: [M, N]) that the backend may
+  // run in fp8 (e4m3 inputs, per-tensor scales from the current amax of x and of W, f32
+  // accumulation) when it was created with BackendOptions::fp8; otherwise, and by default, exactly
+  // gemm(x, w, y, false, true, 1, beta). The model calls it where the recipe allows fp8 (the MLP's
+  // two forward products); backward products stay in gemm().
+  virtual void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta = 0.0) {
+    gemm(x, w, y, false, true, 1.0, beta);
+  }
+
+  // ---- value slots: host values without waiting --------------------------------------------------
+  // sum / sum of squares of x (accumulated in double) into slot `slot` of the backend's value table
+  // (0 <= slot < kValueSlots): added to it when `accumulate`, written over it otherwise. The slots
+  // live with the device, so these queue like any op; read_value_slots(count) waits for the work
+  // queued before it and returns slots [0, count). This is how a training step gets its loss and
+  // its gradient norm with one wait (and how a graph region, below, returns values).
+  // The default computes at once through sum() / sum_squares().
+  static constexpr int kValueSlots = 4096;
+  virtual void sum_to_slot(int slot, const Tensor& x, bool accumulate);
+  virtual void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
+  virtual std::vector<double> read_value_slots(int count);
+
+  // ---- graph regions: record a fixed sequence of ops once, replay it cheaply ---------------------
+  // Between begin_graph(name) and end_graph():
+  // - the first time (recording) the backend records the ops and runs them at end_graph();
+  // - later (replaying) the calls must be the same ops on the same tensors (same memory, shapes,
+  //   dtypes and non-scalar arguments) in the same order; the backend takes only their "scalar"
+  //   arguments and uploaded host data, and end_graph() runs the recording with them. Scalar
+  //   arguments are: fill's value, axpby's alpha and beta, scale's factor, every argument of
+  //   adamw_update and muon_momentum after the tensors, and softcap_cross_entropy_backward's
+  //   loss_scale. Every other number (eps, softcap, attention scale, gemm's alpha and beta,
+  //   Newton-Schulz's coefficients) is part of the recording: a different value is a mismatch.
+  // - a mismatch is a ct::Error that names the region and the call; reset_graph(name) drops a
+  //   recording (after the caller reallocated buffers, say) so that the next begin records anew.
+  // - nothing inside a region may return a host value: sum(), sum_squares(), download(),
+  //   read_value_slots() and synchronize() are errors there (use the value slots).
+  // supports_graphs() is false by default: the markers are then ignored and every op runs at once,
+  // so code written with regions runs unchanged on every backend.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_graph(const std::string& name) { (void)name; }
+  virtual void end_graph() {}
+  virtual void reset_graph(const std::string& name) { (void)name; }
+
+  // ---- data parallel: one process per device -----------------------------------------------------
+  // world_size() processes train one model together (docs/cuda.md: launching); rank() is this one.
+  // all_reduce_begin queues, for each tensor (f32 or bf16), x = factor * (sum of x over every
+  // process), in place; backends that can overlap it with the ops queued after it (the rest of the
+  // backward pass). all_reduce_end() makes every later op wait for the reductions begun so far.
+  // broadcast(tensors, roots) copies tensors[i] from process roots[i] to every process (how a
+  // parameter updated by the process that owns its optimizer shard reaches the others).
+  // Defaults (one process): all_reduce_begin only scales by factor; the others do nothing.
+  virtual int world_size() const { return 1; }
+  virtual int rank() const { return 0; }
+  virtual void all_reduce_begin(const std::vector<Tensor>& tensors, double factor);
+  virtual void all_reduce_end() {}
+  virtual void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots);
+
+  // ---- memory ---------------------------------------------------------------------------------------
+  // Bytes of device memory this backend holds (its allocations and workspaces); 0 when unknown.
+  virtual int64_t memory_in_use_bytes() const { return 0; }
+
+ private:
+  std::vector<double> default_value_slots_;  // storage of the default value-slot methods
 };
 
 // Owns one allocation of a backend; movable, not copyable.
@@ -175,6 +242,7 @@ struct BackendOptions {
   int threads = 0;           // CPU: 0 = every available core
   int device = 0;            // CUDA: device ordinal
   std::string matmul_precision = "f32";  // "f32" or "bf16" (inputs rounded to bf16, f32 accumulation)
+  bool fp8 = false;  // CUDA: linear_forward_fp8 runs in fp8 (e4m3, per-tensor scales); others ignore it
 };
 
 // Creates a backend by name; a clear error when it is not built in or cannot start.

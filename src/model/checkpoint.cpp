@@ -20,10 +20,12 @@ std::vector<int64_t> dims_of(const Shape& shape) {
 
 void save_model(GPT& model, const std::filesystem::path& dir, const std::map<std::string, std::string>& metadata) {
   ensure_directory(dir);
-  std::vector<std::vector<float>> host(model.parameters().size());
+  // const access: saving leaves the weights' compute copies current (gpt.h)
+  const std::vector<Parameter>& params = static_cast<const GPT&>(model).parameters();
+  std::vector<std::vector<float>> host(params.size());
   SafetensorsWriter writer;
-  for (size_t i = 0; i < model.parameters().size(); ++i) {
-    Parameter& p = model.parameters()[i];
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
     host[i].resize(static_cast<size_t>(p.spec.shape.numel()));
     model.backend().download(host[i].data(), DType::f32, p.value);
     writer.add(p.spec.name, "F32", dims_of(p.spec.shape), host[i].data());
@@ -55,6 +57,7 @@ void load_model_weights(GPT& model, const std::filesystem::path& safetensors_pat
     file.read(e, host.data());
     model.backend().upload(p.value, host.data(), DType::f32);
   }
+  model.weights_changed();
 }
 
 std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype) {

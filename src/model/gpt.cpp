@@ -16,6 +16,7 @@ GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
   config_.validate("model config");
   check(dtype == DType::f32 || dtype == DType::f64, "GPT: compute dtype must be f32 or f64, got ", dtype_name(dtype));
   if (dtype == DType::f32) matmul_dtype_ = backend.matmul_operand_dtype();
+  fused_loss_gradient_ = !backend.supports_graphs();
   for (ParameterSpec& spec : parameter_specs(config_)) {
     Parameter p;
     p.spec = std::move(spec);
@@ -60,13 +61,17 @@ void GPT::initialize(uint64_t seed) {
 // Once per optimizer step (not once per matmul): every later forward and backward of the step reads
 // these copies.
 void GPT::refresh_compute_weights() {
-  if (compute_weights_current_) return;
   for (Parameter& p : params_)
     if (!p.compute.tensor().empty()) backend_->copy(p.compute, p.value);
   compute_weights_current_ = true;
 }
 
+void GPT::ensure_compute_weights() {
+  if (!compute_weights_current_) refresh_compute_weights();
+}
+
 Parameter& GPT::parameter(const std::string& name) {
+  weights_changed();  // the caller may change the value
   for (Parameter& p : params_)
     if (p.spec.name == name) return p;
   fail("model: no parameter named '", name, "'");
@@ -148,33 +153,50 @@ void GPT::mlp_forward(Activations& acts, int64_t layer, int64_t N) {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   const Tensor x = view(acts.resid, {N, C}), ln2 = view(a.ln2, {N, C});
   be.rmsnorm_forward(ln2, view(a.rstd2, {N}), x, kNormEps);
-  be.gemm(ln2, mm(p.c_fc), view(a.fc, {N, F}), false, true);
+  be.linear_forward_fp8(ln2, mm(p.c_fc), view(a.fc, {N, F}));  // fp8 when the backend was asked for it
   be.relu2_forward(view(a.act, {N, F}), view(a.fc, {N, F}));
-  be.gemm(view(a.act, {N, F}), mm(p.mlp_proj), x, false, true, 1.0, 1.0);
+  be.linear_forward_fp8(view(a.act, {N, F}), mm(p.mlp_proj), x, 1.0);
 }
 
 double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
+  forward_losses(inputs, targets, B, T);
+  const double total = backend_->sum(view(train_acts_->losses, {B * T}));
+  return last_valid_targets_ > 0 ? total / static_cast<double>(last_valid_targets_) : 0.0;
+}
+
+int64_t GPT::forward_queued(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, int loss_slot,
+                            bool accumulate) {
+  forward_losses(inputs, targets, B, T);
+  backend_->sum_to_slot(loss_slot, view(train_acts_->losses, {B * T}), accumulate);
+  return last_valid_targets_;
+}
+
+void GPT::forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
   check(B > 0 && T > 0, "GPT::forward: expected B, T > 0, got ", B, ", ", T);
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
   if (!train_acts_) train_acts_ = std::make_unique<Activations>();
   Activations& acts = *train_acts_;
   acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/true, /*backward=*/true);
-  refresh_compute_weights();
+  ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
   be.upload(view(acts.targets, {N}), targets, DType::i32);
   forward_trunk(acts, B, T);
   // logits = xf lm_head[:V]^T; losses = softcapped cross-entropy, and with them (one pass over the
-  // logits) d losses[n] / d logits, unscaled: backward() applies the loss scale in the head's matmuls.
+  // logits, fused_loss_gradient_) d losses[n] / d logits, unscaled: backward() applies the loss scale
+  // in the head's matmuls. Otherwise backward() computes d logits itself.
   be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
-  be.softcap_cross_entropy_fused(view(acts.losses, {N}), view(acts.dlogits(), {N, V}), view(acts.logits, {N, V}),
-                                 view(acts.targets, {N}), config_.softcap, 1.0);
+  if (fused_loss_gradient_) {
+    be.softcap_cross_entropy_fused(view(acts.losses, {N}), view(acts.dlogits(), {N, V}), view(acts.logits, {N, V}),
+                                   view(acts.targets, {N}), config_.softcap, 1.0);
+  } else {
+    be.softcap_cross_entropy_forward(view(acts.losses, {N}), Tensor{}, view(acts.logits, {N, V}),
+                                     view(acts.targets, {N}), config_.softcap);
+  }
   last_valid_targets_ = std::count_if(targets, targets + N, [](int32_t t) { return t >= 0; });
   last_B_ = B;
   last_T_ = T;
   backward_ready_ = true;
-  const double total = be.sum(view(acts.losses, {N}));
-  return last_valid_targets_ > 0 ? total / static_cast<double>(last_valid_targets_) : 0.0;
 }
 
 void GPT::last_losses(float* out) {
@@ -193,10 +215,16 @@ void GPT::backward(double loss_scale) {
   // d loss / d logits of the mean over valid targets = scale * (the per-row gradients forward() left).
   const double scale = last_valid_targets_ > 0 ? loss_scale / static_cast<double>(last_valid_targets_) : 0.0;
   const Tensor dlogits = view(acts.dlogits(), {N, V});
+  double head_scale = scale;  // the factor the head's products apply to dlogits
+  if (!fused_loss_gradient_) {
+    be.softcap_cross_entropy_backward(dlogits, view(acts.logits, {N, V}), view(acts.targets, {N}), config_.softcap,
+                                      scale);
+    head_scale = 1.0;
+  }
   // lm_head: dW[:V] += scale dlogits^T xf;  d xf = scale dlogits W[:V]
-  be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, scale, 1.0);
+  be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, head_scale, 1.0);
   const Tensor dxf = view(acts.d_width, {N, C});
-  be.gemm(dlogits, head_weight(), dxf, false, false, scale, 0.0);
+  be.gemm(dlogits, head_weight(), dxf, false, false, head_scale, 0.0);
   const Tensor d_resid = view(acts.d_resid, {N, C});
   be.fill(d_resid, 0.0);
   be.rmsnorm_backward(d_resid, dxf, view(acts.xf, {N, C}), view(acts.rstd_f, {N}));

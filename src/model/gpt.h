@@ -14,11 +14,13 @@
 // f64 for the gradient tests (the CPU backend runs both).
 //
 // Mixed precision: when the backend asks for matmul operands in a lower precision
-// (Backend::matmul_operand_dtype(), bf16 for the CPU backend with matmul_precision "bf16") and the
-// model computes in f32, every activation that feeds a matmul is stored in that dtype where it is
-// produced (the norms' outputs, q, k, v, the attention output, the MLP's pre-activation and
+// (Backend::matmul_operand_dtype(): bf16 for the CPU and CUDA backends created with
+// matmul_precision "bf16", the recipe's backend.matmul_precision) and the model computes in f32,
+// every activation that feeds a matmul is stored in that dtype where it is produced (the norms' outputs, q, k, v, the attention output, the MLP's pre-activation and
 // activation, and in backward the logits' gradient and the other gradients that feed matmuls), and
-// each weight matrix gets a compute copy refreshed once per optimizer step (weights_changed()).
+// each weight matrix gets a compute copy refreshed once per optimizer step (refresh_compute_weights()).
+// The MLP's forward products go through Backend::linear_forward_fp8 (a plain product unless the
+// backend was created with fp8 on, which only the CUDA backend supports).
 // The residual stream, norms' statistics, losses, weight gradients, master weights and optimizer
 // state stay f32; matmuls accumulate in f32.
 #include <cstdint>
@@ -58,9 +60,13 @@ class GPT {
   }
   const std::vector<Parameter>& parameters() const { return params_; }
   Parameter& parameter(const std::string& name);  // error naming the parameter when absent
-  // The master weights changed (an optimizer step, a checkpoint load): the matmul compute copies are
-  // refreshed before the next forward pass. The optimizer calls it after each step.
+  // The master weights changed (a checkpoint load, a test's edit): the matmul compute copies are
+  // refreshed before the next forward pass.
   void weights_changed() { compute_weights_current_ = false; }
+  // Rewrites the compute copies from the master weights now (a no-op without copies). The optimizer
+  // calls it at the end of every step, so that the copies are made by the same op sequence each step
+  // (graph regions, backend.h) and the next forward pass finds them current.
+  void refresh_compute_weights();
   int64_t parameter_count() const;
   void zero_grad();
 
@@ -68,6 +74,12 @@ class GPT {
   // inputs, targets: host arrays of B*T token ids (row-major [B, T]); a negative target is ignored.
   // Returns the mean loss over targets >= 0 (0 when there are none) and keeps what backward needs.
   double forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
+  // The same without waiting for the device: the sum of the losses goes to value slot `loss_slot`
+  // (backend.h; added to it when `accumulate`). Returns the number of targets >= 0 (the mean's
+  // divisor). This is the training step's form: the trainer reads every slot after one wait, and the
+  // whole step can be a graph region.
+  int64_t forward_queued(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, int loss_slot,
+                         bool accumulate);
   // grads += loss_scale * d(mean loss of the last forward) / d(params). For gradient accumulation over
   // k micro-batches pass 1/k (nanochat's loss / grad_accum_steps).
   void backward(double loss_scale = 1.0);
@@ -97,7 +109,8 @@ class GPT {
   };
 
   void ensure_rope_tables(int64_t positions);
-  void refresh_compute_weights();  // when stale: compute copies = master weights, rounded
+  void ensure_compute_weights();  // when stale: refresh_compute_weights()
+  void forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
   // The matmul operand of a weight: its compute copy when there is one, else its value.
   const Tensor& mm(const Parameter* p) const { return p->compute.tensor().empty() ? p->value.tensor() : p->compute.tensor(); }
   // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
@@ -115,6 +128,10 @@ class GPT {
   DType dtype_;
   DType matmul_dtype_;
   bool compute_weights_current_ = false;
+  // forward() computes d loss / d logits with the losses (one pass over the logits, the loss scale
+  // applied in the head's backward products) unless the backend records graph regions: there the
+  // scale must stay a refreshable scalar of softcap_cross_entropy_backward, not a product's alpha.
+  bool fused_loss_gradient_ = true;
   std::vector<Parameter> params_;
   std::vector<LayerParams> layers_;
   Parameter* wte_ = nullptr;

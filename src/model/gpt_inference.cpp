@@ -15,7 +15,7 @@ void GPT::evaluate(const int32_t* inputs, const int32_t* targets, int64_t B, int
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
   acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
-  refresh_compute_weights();
+  ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
   be.upload(view(acts.targets, {N}), targets, DType::i32);
@@ -57,7 +57,7 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
   acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
-  refresh_compute_weights();
+  ensure_compute_weights();
   ensure_rope_tables(Tk);
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), tokens, DType::i32);

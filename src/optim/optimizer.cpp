@@ -1,5 +1,6 @@
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "optim/schedule.h"
@@ -35,10 +36,25 @@ Optimizer::Optimizer(GPT& model, const OptimizerConfig& config)
       adamw_(model.backend(), adam_groups_of(model, config), config) {}
 
 GradientCheck Optimizer::check_gradients() {
+  constexpr int kFirstSlot = 0;
+  queue_gradient_norms(kFirstSlot);
+  return gradient_check_from(model_->backend().read_value_slots(kFirstSlot + gradient_slots()), kFirstSlot);
+}
+
+void Optimizer::queue_gradient_norms(int first_slot) {
+  int slot = first_slot;
+  const GPT& model = *model_;  // const access: reading gradients leaves the weights' compute copies current
+  for (const Parameter& p : model.parameters()) model_->backend().sum_squares_to_slot(slot++, p.grad, false);
+}
+
+GradientCheck Optimizer::gradient_check_from(const std::vector<double>& slot_values, int first_slot) const {
+  check(first_slot >= 0 && static_cast<size_t>(first_slot + gradient_slots()) <= slot_values.size(),
+        "optimizer: ", slot_values.size(), " slot values cannot hold the gradient norms from slot ", first_slot);
   GradientCheck result;
   double total = 0.0;
-  for (Parameter& p : model_->parameters()) {
-    const double sq = model_->backend().sum_squares(p.grad);
+  size_t slot = static_cast<size_t>(first_slot);
+  for (const Parameter& p : static_cast<const GPT&>(*model_).parameters()) {
+    const double sq = slot_values[slot++];
     if (!std::isfinite(sq)) {
       if (result.first_nonfinite.empty()) result.first_nonfinite = p.spec.name;
       ++result.nonfinite_tensors;
@@ -53,12 +69,15 @@ void Optimizer::step(double lr_factor, double grad_norm) {
   check(std::isfinite(grad_norm), "optimizer: refusing a step with a non-finite gradient norm");
   if (config_.grad_clip > 0) {
     const double coef = config_.grad_clip / (grad_norm + 1e-6);
-    if (coef < 1.0)
-      for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, coef);
+    // With graph regions the op sequence must not depend on the data: scale by min(1, coef) always.
+    const bool fixed_sequence = model_->backend().supports_graphs();
+    if (coef < 1.0 || fixed_sequence)
+      for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, std::min(coef, 1.0));
   }
   muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_));
   adamw_.step(lr_factor, steps_taken_ + 1);
-  model_->weights_changed();  // the model refreshes its matmul copies of the weights before the next forward
+  // the matmul copies of the weights, now: the same ops every step (inside the optimizer's graph region)
+  model_->refresh_compute_weights();
   ++steps_taken_;
 }
 

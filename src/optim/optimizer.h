@@ -31,11 +31,19 @@ class Optimizer {
   Optimizer(GPT& model, const OptimizerConfig& config);
 
   // Per-tensor sums of squares of the gradients: their total gives the norm, a non-finite one names
-  // the first bad tensor.
+  // the first bad tensor. One wait for all of them (value slots, backend.h).
   GradientCheck check_gradients();
+  // The same in two halves, for a step that reads every host value after one wait: queue the sums of
+  // squares into value slots first_slot .. first_slot + parameter_count - 1, then read them.
+  void queue_gradient_norms(int first_slot);
+  GradientCheck gradient_check_from(const std::vector<double>& slot_values, int first_slot) const;
+  int gradient_slots() const { return static_cast<int>(static_cast<const GPT&>(*model_).parameters().size()); }
   // Clips the gradients to config.grad_clip by the global norm (torch's clip_grad_norm_: scale by
   // clip / (norm + 1e-6) when that is below 1), then one Muon and one AdamW step with the schedule's
-  // lr_factor. Muon's momentum and Adam's bias correction follow steps_taken().
+  // lr_factor. Muon's momentum and Adam's bias correction follow steps_taken(). Ends by refreshing the
+  // model's matmul compute copies of the weights (GPT::refresh_compute_weights). On a backend with
+  // graph regions the clipping scale is applied on every step (a factor of 1 when no clipping is
+  // due), so that the sequence of ops never changes.
   void step(double lr_factor, double grad_norm);
 
   int64_t steps_taken() const { return steps_taken_; }

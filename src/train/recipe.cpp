@@ -53,6 +53,13 @@ FieldReader number_field(double& target) {
     target = *v;
   };
 }
+FieldReader bool_field(bool& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<bool>();
+    check(v.has_value(), what, ": expected true or false");
+    target = *v;
+  };
+}
 FieldReader string_field(std::string& target) {
   return [&target](const toml::node& n, const std::string& what) {
     auto v = n.value_exact<std::string>();
@@ -145,7 +152,9 @@ Schema schema_for(Recipe& r) {
       {"backend",
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
-        {"matmul_precision", string_field(r.matmul_precision)}}},
+        {"matmul_precision", string_field(r.matmul_precision)},
+        {"fp8", bool_field(r.fp8)},
+        {"graphs", bool_field(r.graphs)}}},
       {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
   };
 }
@@ -271,7 +280,12 @@ Json to_json(const Recipe& r) {
         {"nan_policy", r.nan_policy}}},
       {"eval", {{"every_steps", r.eval_every_steps}, {"every_seconds", r.eval_every_seconds}, {"tokens", r.eval_tokens}}},
       {"checkpoint", {{"every_minutes", r.checkpoint_every_minutes}}},
-      {"backend", {{"name", r.backend}, {"threads", r.threads}, {"matmul_precision", r.matmul_precision}}},
+      {"backend",
+       {{"name", r.backend},
+        {"threads", r.threads},
+        {"matmul_precision", r.matmul_precision},
+        {"fp8", r.fp8},
+        {"graphs", r.graphs}}},
   };
   // Only when set, so that recipes without it keep their hashes.
   if (r.debug_nan_loss_at_step != 0) resolved["debug"] = Json{{"nan_loss_at_step", r.debug_nan_loss_at_step}};

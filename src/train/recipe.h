@@ -52,6 +52,8 @@ struct Recipe {
   std::string backend = "cpu";
   int threads = 0;                  // 0 = every available core
   std::string matmul_precision = "f32";
+  bool fp8 = false;                   // the MLP's forward products in fp8 e4m3 (cuda)
+  bool graphs = true;                 // record the training step as graph regions where the backend can (cuda)
 
   // [debug] test-only fault injection (docs/train.md); absent from the resolved recipe (and its hash)
   // while at its default. nan_loss_at_step = k > 0: the loss of step k is replaced by NaN, so the

@@ -17,6 +17,7 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/metrics_writer.h"
+#include "train/train_step.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -108,6 +109,7 @@ class Run {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<TrainStep> train_step_;
   std::unique_ptr<TokenLoader> loader_, heldout_;
   LoaderState heldout_start_;
   std::unique_ptr<MetricsWriter> log_;
@@ -139,6 +141,7 @@ void Run::set_up() {
   backend_options.name = r.backend;
   backend_options.threads = result_.threads;
   backend_options.matmul_precision = r.matmul_precision;
+  backend_options.fp8 = r.fp8;
   backend_ = create_backend(backend_options);
   result_.backend = backend_->name();
   result_.device_description = backend_->device_description();
@@ -170,8 +173,10 @@ void Run::set_up() {
     heldout_start_ = heldout_->state();
   }
 
-  model_ = std::make_unique<GPT>(*backend_, r.model, DType::f32);
+  model_ = std::make_unique<GPT>(*backend_, r.model);  // f32; matmul operands per backend.matmul_precision (gpt.h)
   optimizer_ = std::make_unique<Optimizer>(*model_, r.optimizer);
+  train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, r.micro_steps(), r.micro_batch_rows,
+                                            r.model.sequence_len, r.graphs);
   result_.parameters = model_->parameter_count();
   result_.flops_per_token = r.model.flops_per_token();
   ensure_directory(options_.out_dir);
@@ -219,29 +224,29 @@ bool Run::budget_allows_next_step() const {
 
 bool Run::step() {
   const Recipe& r = recipe_;
-  const int64_t T = r.model.sequence_len, B = r.micro_batch_rows, micro_steps = r.micro_steps();
+  const int64_t micro_steps = r.micro_steps();
   const int64_t step_number = progress_.step + 1;
   const double lr = lr_factor(r.schedule, progress());
   const bool in_clock = clock_running_;
 
   Stopwatch watch;
-  model_->zero_grad();
+  // forward and backward of every micro-batch, then the gradient check: one wait (train_step.h)
+  const StepMeasurement measured = train_step_->forward_backward(
+      [&](std::vector<int32_t>& inputs, std::vector<int32_t>& targets) { loader_->next_batch(inputs, targets); });
   double loss_sum = 0.0;
   std::string bad;
   for (int64_t m = 0; m < micro_steps; ++m) {
-    loader_->next_batch(inputs_, targets_);
-    double loss = model_->forward(inputs_.data(), targets_.data(), B, T);
-    if (step_number == r.debug_nan_loss_at_step && m == 0) loss = std::nan("");  // [debug] fault injection
-    if (!std::isfinite(loss) && bad.empty()) bad = str("the loss of micro-batch ", m + 1, " is ", loss);
-    model_->backward(1.0 / static_cast<double>(micro_steps));
-    loss_sum += loss;
+    double micro_loss = measured.micro_losses[static_cast<size_t>(m)];
+    if (step_number == r.debug_nan_loss_at_step && m == 0) micro_loss = std::nan("");  // [debug] fault injection
+    if (!std::isfinite(micro_loss) && bad.empty()) bad = str("the loss of micro-batch ", m + 1, " is ", micro_loss);
+    loss_sum += micro_loss;
   }
   const double loss = loss_sum / static_cast<double>(micro_steps);
-  const GradientCheck grads = optimizer_->check_gradients();
+  const GradientCheck& grads = measured.gradients;
   if (bad.empty() && !grads.finite())
     bad = str("the gradient of ", grads.first_nonfinite, " is not finite (", grads.nonfinite_tensors,
               " tensors in all)");
-  if (bad.empty()) optimizer_->step(lr, grads.norm);
+  if (bad.empty()) train_step_->apply(lr, grads.norm);
   backend_->synchronize();
   const double step_seconds = watch.seconds();
 

@@ -1,0 +1,187 @@
+#pragma once
+// The CUDA backend's class, shared by its host files: cuda_backend.cpp (identity, memory,
+// transfers, elementwise ops, value slots), cuda_ops.cpp (the model's ops), cuda_optim.cpp
+// (optimizer updates, Newton-Schulz), cuda_graphs.cpp (graph regions), cuda_parallel.cpp (NCCL).
+#include <cuda_runtime_api.h>
+
+#include <exception>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/graph_recorder.h"
+
+namespace ct::cuda {
+
+class NcclComm;  // nccl_comm.h
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const BackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string device_description() const override;
+  int device_count() const override { return 1; }
+  double peak_flops() const override;
+
+  Tensor allocate(const Shape& shape, DType dtype) override;
+  void release(Tensor& tensor) override;
+  void upload(const Tensor& dst, const void* host, DType host_dtype) override;
+  void download(void* host, DType host_dtype, const Tensor& src) override;
+  void synchronize() override;
+
+  void fill(const Tensor& x, double value) override;
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
+  void scale(const Tensor& x, double factor) override;
+  double sum(const Tensor& x) override;
+  double sum_squares(const Tensor& x) override;
+
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b, double alpha,
+            double beta) override;
+
+  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
+  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
+  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
+  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
+  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                           int64_t pos_offset, double eps) override;
+  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                            const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
+  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                         double scale) override;
+  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
+                          const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                          double scale) override;
+  void relu2_forward(const Tensor& y, const Tensor& x) override;
+  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
+  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                     const Tensor& targets, double softcap) override;
+  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
+                                      double softcap, double loss_scale) override;
+
+  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                    double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
+  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
+  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+
+  void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) override;
+
+  void sum_to_slot(int slot, const Tensor& x, bool accumulate) override;
+  void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) override;
+  std::vector<double> read_value_slots(int count) override;
+
+  bool supports_graphs() const override { return true; }
+  // matmul_precision "bf16": the model stores matmul operands in bf16 (gpt.h's mixed precision).
+  DType matmul_operand_dtype() const override { return matmul_bf16_ ? DType::bf16 : DType::f32; }
+  void begin_graph(const std::string& name) override;
+  void end_graph() override;
+  void reset_graph(const std::string& name) override;
+
+  int world_size() const override { return world_size_; }
+  int rank() const override { return rank_; }
+  void all_reduce_begin(const std::vector<Tensor>& tensors, double factor) override;
+  void all_reduce_end() override;
+  void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots) override;
+
+  int64_t memory_in_use_bytes() const override;
+
+  // For tests and benchmarks.
+  cudaStream_t stream() const { return stream_; }
+  bool flash_attention_enabled() const { return flash_attention_; }
+
+ private:
+  // ---- graph regions (cuda_graphs.cpp) ----------------------------------------------------------------
+  // What an op does with a call: launch or not, and where its scalars (and upload) live.
+  struct OpCall {
+    bool launch = true;
+    ScalarArg scalars[8];
+    void* upload_staging = nullptr;  // pinned host buffer whose contents the recording copies from
+    ScalarArg scalar(int i) const { return scalars[i]; }
+  };
+  // Every op calls this once after validating its arguments. `tensors` are what it touches.
+  OpCall graph_call(const char* op, const Signature& signature, std::initializer_list<Tensor> tensors,
+                    std::initializer_list<double> scalars = {}, size_t upload_bytes = 0);
+  // Ends a capture that failed half way (an error inside an op while recording).
+  void abandon_region();
+  // A host read or an allocation inside a region: abandons the region, then fails.
+  void check_no_region(const char* op);
+  // The CUDA side of one region: its graph, scalar table (device copy and pinned host source),
+  // upload buffers, and the event of its last launch.
+  struct RegionState {
+    cudaGraphExec_t exec = nullptr;
+    double* scalars_device = nullptr;
+    double* scalars_host = nullptr;  // pinned
+    std::vector<void*> staging;      // pinned, one per upload call
+    cudaEvent_t done = nullptr;
+    bool launched = false;
+  };
+  void destroy_region_state(const std::string& name);
+
+  // Abandons the open recording when an op throws (declared first thing in every op).
+  class OpScope {
+   public:
+    explicit OpScope(CudaBackend* backend) : backend_(backend), exceptions_(std::uncaught_exceptions()) {}
+    ~OpScope() {
+      if (std::uncaught_exceptions() > exceptions_ && backend_->recorder_.active()) backend_->abandon_region();
+    }
+
+   private:
+    CudaBackend* backend_;
+    int exceptions_;
+  };
+
+  // ---- memory -------------------------------------------------------------------------------------------
+  // The base of the allocation holding `p` (nullptr when it is not ours, e.g. a host view).
+  const void* allocation_of(const void* p) const;
+  // A grow-only scratch buffer, by name. Growing keeps the old memory alive (a recorded graph may
+  // still use it) until the backend goes.
+  void* scratch(const std::string& name, size_t bytes);
+  // Waits for the stream, then turns the device error word into a ct::Error.
+  void wait_and_check(const char* op);
+  double reduce_now(const char* op, const Tensor& x, bool squares);
+  void reduce_to_slot(const char* op, int slot, const Tensor& x, bool accumulate, bool squares);
+
+  int device_ = 0;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;
+  std::unique_ptr<LtGemm> gemm_;
+  bool matmul_bf16_ = false;  // f32 gemms rounded to bf16 inside the product; Newton-Schulz in bf16
+  bool fp8_ = false;
+  bool flash_attention_ = true;
+
+  std::map<const char*, size_t, std::greater<>> allocations_;  // base -> bytes (descending: lower_bound finds the base)
+  int64_t allocated_bytes_ = 0;
+  struct ScratchBuffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  std::map<std::string, ScratchBuffer> scratch_;
+  std::vector<void*> retired_scratch_;
+  int64_t scratch_bytes_ = 0;
+
+  int* error_word_ = nullptr;       // device
+  int* error_word_host_ = nullptr;  // pinned
+  double* value_slots_ = nullptr;   // device [kValueSlots]
+  double* value_slots_host_ = nullptr;  // pinned
+  double* reduce_result_ = nullptr;     // device, one double for sum()/sum_squares()
+  double* reduce_result_host_ = nullptr;
+
+  GraphRecorder recorder_;
+  std::map<std::string, std::unique_ptr<RegionState>> region_states_;
+  bool capturing_ = false;
+
+  int world_size_ = 1, rank_ = 0;
+  std::unique_ptr<NcclComm> nccl_;
+  cudaEvent_t comm_ready_ = nullptr, comm_done_ = nullptr;
+  bool comm_pending_ = false;
+};
+
+}  // namespace ct::cuda

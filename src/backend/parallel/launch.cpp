@@ -1,0 +1,95 @@
+#include "backend/parallel/launch.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "util/error.h"
+
+namespace ct {
+
+namespace {
+
+int parse_int(const char* name, const char* text) {
+  std::string s(text);
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  check(used > 0 && used == s.size(), "launch environment: ", name, "='", s, "' is not an integer");
+  return value;
+}
+
+double parse_seconds(const char* name, const char* text) {
+  std::string s(text);
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  check(used > 0 && used == s.size() && value > 0, "launch environment: ", name, "='", s,
+        "' is not a positive number of seconds");
+  return value;
+}
+
+}  // namespace
+
+LaunchEnvironment launch_environment(const std::function<const char*(const char*)>& lookup) {
+  struct Family {
+    const char* launcher;
+    const char* rank;
+    const char* size;
+    const char* local_rank;
+  };
+  const Family families[] = {
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+  };
+  LaunchEnvironment env;
+  for (const Family& f : families) {
+    const char* rank = lookup(f.rank);
+    const char* size = lookup(f.size);
+    if (!rank && !size) continue;
+    check(rank && size, "launch environment: ", rank ? f.size : f.rank, " is missing (", rank ? f.rank : f.size,
+          " is set)");
+    env.launcher = f.launcher;
+    env.rank = parse_int(f.rank, rank);
+    env.world_size = parse_int(f.size, size);
+    const char* local = lookup(f.local_rank);
+    env.local_rank = local ? parse_int(f.local_rank, local) : (env.world_size == 1 ? 0 : -1);
+    check(env.world_size >= 1, "launch environment: ", f.size, " must be >= 1, got ", env.world_size);
+    check(env.rank >= 0 && env.rank < env.world_size, "launch environment: ", f.rank, "=", env.rank,
+          " is outside [0, ", f.size, "=", env.world_size, ")");
+    check(env.local_rank >= 0, "launch environment: ", f.local_rank,
+          " is needed with several processes (it picks the GPU)");
+    break;
+  }
+  if (const char* id_file = lookup("CLOCKTRAIN_NCCL_ID_FILE")) env.id_file = id_file;
+  if (const char* addr = lookup("MASTER_ADDR")) env.master_addr = addr;
+  if (const char* port = lookup("MASTER_PORT")) {
+    env.master_port = parse_int("MASTER_PORT", port);
+    check(env.master_port > 0 && env.master_port < 65536, "launch environment: MASTER_PORT=", env.master_port,
+          " is not a TCP port");
+  }
+  if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
+    env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
+  if (env.distributed())
+    check(!env.id_file.empty() || (!env.master_addr.empty() && env.master_port > 0), "launch environment: ",
+          env.world_size, " processes (", env.launcher,
+          ") need CLOCKTRAIN_NCCL_ID_FILE or MASTER_ADDR and MASTER_PORT to share NCCL's id");
+  return env;
+}
+
+LaunchEnvironment launch_environment_from_process() {
+  return launch_environment([](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value && *value ? value : nullptr;
+  });
+}
+
+}  // namespace ct

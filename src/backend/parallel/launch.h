@@ -1,0 +1,29 @@
+#pragma once
+// How a data-parallel job was launched: one process per device, each told its place by the
+// launcher's environment variables (docs/cuda.md "Several GPUs").
+//   torchrun-style:  RANK, WORLD_SIZE, LOCAL_RANK (and MASTER_ADDR, MASTER_PORT)
+//   Open MPI:        OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
+//   Slurm (srun):    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+// The first family present wins, in that order; none means one process. With more than one
+// process the NCCL unique id travels through CLOCKTRAIN_NCCL_ID_FILE (a fresh path on a file
+// system every process sees) or, without it, over TCP from rank 0 at MASTER_ADDR:MASTER_PORT.
+#include <functional>
+#include <string>
+
+namespace ct {
+
+struct LaunchEnvironment {
+  int rank = 0, world_size = 1, local_rank = 0;
+  std::string launcher = "single";  // "single", "torchrun", "mpirun", "slurm"
+  std::string id_file;              // CLOCKTRAIN_NCCL_ID_FILE
+  std::string master_addr;          // MASTER_ADDR
+  int master_port = 0;              // MASTER_PORT
+  double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait for rank 0's id
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads the variables through `lookup` (returns nullptr when unset). Errors name the variable.
+LaunchEnvironment launch_environment(const std::function<const char*(const char*)>& lookup);
+LaunchEnvironment launch_environment_from_process();  // std::getenv
+
+}  // namespace ct

@@ -1,0 +1,19 @@
+#pragma once
+// Hands rank 0's bytes (NCCL's unique id) to every process of a job, before NCCL exists.
+// - File (env.id_file set): rank 0 writes it atomically; the others poll until it appears with
+//   the expected size. The path must be fresh for each job (a stale file would be read as the id):
+//   launchers put the job id in it (docs/cuda.md).
+// - TCP (otherwise): rank 0 listens on MASTER_PORT, accepts world_size - 1 connections and sends
+//   the bytes on each; the others connect to MASTER_ADDR:MASTER_PORT, retrying until the timeout.
+// Either way a rank that waits longer than env.timeout_seconds gets a ct::Error naming the source.
+#include <cstdint>
+#include <vector>
+
+#include "backend/parallel/launch.h"
+
+namespace ct {
+
+// `id` is used on rank 0 (its size on every rank); returns rank 0's bytes on every rank.
+std::vector<uint8_t> exchange_id(const LaunchEnvironment& env, const std::vector<uint8_t>& id);
+
+}  // namespace ct

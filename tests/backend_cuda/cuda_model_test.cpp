@@ -1,0 +1,188 @@
+// Device tests (skipped without a GPU): the whole GPT on the CUDA backend against the CPU backend:
+// loss and every gradient on a small shape (f32 and bf16), graph-region steps equal to eager steps,
+// a 50-step bf16 training run whose loss curve tracks the CPU's, and the evaluation paths.
+#include <cmath>
+#include <vector>
+
+#include "cuda_test_support.h"
+#include "model/tiny_model.h"
+#include "optim/optimizer.h"
+#include "train/train_step.h"
+
+namespace ct::test {
+namespace {
+
+// head_dim 64 (the flash kernels' size in bf16), grouped-query heads, an MLP-only layer, vocab padding.
+ModelConfig small_config() {
+  ModelConfig c;
+  c.vocab_size = 300;
+  c.sequence_len = 64;
+  c.n_layer = 3;
+  c.n_embd = 128;
+  c.n_head = 2;
+  c.n_kv_head = 1;
+  c.attention_layers = {true, false, true};
+  return c;
+}
+
+std::vector<Values> gradients(GPT& model) {
+  std::vector<Values> out;
+  for (Parameter& p : model.parameters()) out.push_back(read(model.backend(), p.grad));
+  return out;
+}
+
+// Loss and gradients of one forward/backward on `backend` with `dtype`, from the same parameters.
+struct Pass {
+  double loss;
+  std::vector<Values> grads;
+};
+Pass one_pass(Backend& backend, DType dtype, uint64_t seed) {
+  GPT model(backend, small_config(), dtype);
+  randomize_parameters(model, seed, 1.0);
+  model.refresh_compute_weights();
+  std::vector<int32_t> inputs, targets;
+  random_batch(2, 64, 300, seed, inputs, targets, /*ignore_every=*/13);
+  model.zero_grad();
+  const double loss = model.forward(inputs.data(), targets.data(), 2, 64);
+  model.backward(1.0);
+  return {loss, gradients(model)};
+}
+
+void expect_grads_close(const std::vector<Values>& actual, const std::vector<Values>& expected, double per_tensor,
+                        double global) {
+  ASSERT_EQ(actual.size(), expected.size());
+  Values all_a, all_e;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_LT(norm_relative_error(actual[i], expected[i]), per_tensor) << "parameter " << i;
+    all_a.insert(all_a.end(), actual[i].begin(), actual[i].end());
+    all_e.insert(all_e.end(), expected[i].begin(), expected[i].end());
+  }
+  EXPECT_LT(norm_relative_error(all_a, all_e), global);
+}
+
+TEST(CudaModel, F32LossAndGradientsMatchTheCpu) {
+  CT_REQUIRE_CUDA();
+  auto cpu_be = cpu_backend();
+  const Pass reference = one_pass(*cpu_be, DType::f32, 5);
+  const Pass gpu = one_pass(*cuda(), DType::f32, 5);
+  EXPECT_NEAR(gpu.loss, reference.loss, 1e-5 * reference.loss);
+  expect_grads_close(gpu.grads, reference.grads, 1e-4, 1e-4);
+}
+
+// The mixed-precision model (matmul_precision bf16: bf16 matmul operands and the activations that feed
+// them; f32 residual stream, master weights, logits and losses): the loss within 1e-2;
+// gradients pass ~20 bf16 roundings on their way down, so each tensor within 5e-2 and all of them
+// together within 3e-2 (norm-relative).
+TEST(CudaModel, Bf16LossAndGradientsAreCloseToTheCpu) {
+  CT_REQUIRE_CUDA();
+  auto cpu_be = cpu_backend();
+  const Pass reference = one_pass(*cpu_be, DType::f32, 6);
+  const Pass gpu = one_pass(*cuda({"bf16"}), DType::f32, 6);
+  EXPECT_NEAR(gpu.loss, reference.loss, 1e-2 * reference.loss);
+  expect_grads_close(gpu.grads, reference.grads, 5e-2, 3e-2);
+}
+
+// A learnable stream: each row counts up from a random start (mod vocab), so the next token is
+// predictable and the loss falls quickly.
+void counting_batch(int64_t rows, int64_t T, int64_t vocab, uint64_t step, std::vector<int32_t>& inputs,
+                    std::vector<int32_t>& targets) {
+  inputs.resize(static_cast<size_t>(rows * T));
+  targets.resize(inputs.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t start = static_cast<int64_t>(splitmix64_mix(step * 131 + static_cast<uint64_t>(r)) % vocab);
+    for (int64_t t = 0; t < T; ++t) {
+      inputs[static_cast<size_t>(r * T + t)] = static_cast<int32_t>((start + t) % vocab);
+      targets[static_cast<size_t>(r * T + t)] = static_cast<int32_t>((start + t + 1) % vocab);
+    }
+  }
+}
+
+std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int steps, GPT** keep = nullptr) {
+  static std::vector<std::unique_ptr<GPT>> kept;
+  auto model = std::make_unique<GPT>(backend, small_config(), dtype);
+  model->initialize(42);
+  OptimizerConfig config;
+  Optimizer optimizer(*model, config);
+  const int64_t micro = 2, rows = 4, T = 64;
+  TrainStep step(*model, optimizer, micro, rows, T, graphs);
+  std::vector<double> losses;
+  uint64_t batch = 0;
+  for (int s = 0; s < steps; ++s) {
+    const StepMeasurement m = step.forward_backward([&](std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+      counting_batch(rows, T, 300, batch++, in, tg);
+    });
+    double loss = 0;
+    for (double l : m.micro_losses) loss += l / micro;
+    losses.push_back(loss);
+    const double progress = static_cast<double>(s) / steps;
+    step.apply(progress < 0.8 ? 1.0 : (1.0 - progress) / 0.2, m.gradients.norm);
+  }
+  if (keep) {
+    *keep = model.get();
+    kept.push_back(std::move(model));
+  }
+  return losses;
+}
+
+TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {
+  CT_REQUIRE_CUDA();
+  Backend& gpu = *cuda({"bf16"});
+  GPT* eager_model = nullptr;
+  GPT* graph_model = nullptr;
+  const std::vector<double> eager = train_losses(gpu, DType::f32, false, 6, &eager_model);
+  const std::vector<double> graphed = train_losses(gpu, DType::f32, true, 6, &graph_model);
+  EXPECT_EQ(graphed, eager);
+  for (size_t i = 0; i < eager_model->parameters().size(); ++i)
+    EXPECT_EQ(read(gpu, graph_model->parameters()[i].value), read(gpu, eager_model->parameters()[i].value))
+        << eager_model->parameters()[i].spec.name;
+}
+
+TEST(CudaModel, FiftyBf16StepsTrackTheCpuLossCurve) {
+  CT_REQUIRE_CUDA();
+  auto cpu_be = cpu_backend(0);
+  const std::vector<double> reference = train_losses(*cpu_be, DType::f32, false, 50);
+  const std::vector<double> gpu = train_losses(*cuda({"bf16"}), DType::f32, true, 50);
+  ASSERT_EQ(gpu.size(), reference.size());
+  for (size_t s = 0; s < gpu.size(); ++s)
+    EXPECT_NEAR(gpu[s], reference[s], 0.05 + 0.03 * reference[s]) << "step " << s + 1;
+  EXPECT_LT(reference.back(), reference.front() - 1.0) << "the run must learn for the comparison to mean something";
+  EXPECT_LT(gpu.back(), gpu.front() - 1.0);
+}
+
+TEST(CudaModel, EvaluationAndIncrementalInferenceAgreeInBf16) {
+  CT_REQUIRE_CUDA();
+  Backend& gpu = *cuda({"bf16"});
+  GPT model(gpu, small_config(), DType::f32);
+  randomize_parameters(model, 9, 1.0);
+  model.refresh_compute_weights();
+  std::vector<int32_t> inputs, targets;
+  random_batch(2, 32, 300, 9, inputs, targets);
+  std::vector<float> losses(64);
+  model.evaluate(inputs.data(), targets.data(), 2, 32, losses.data());
+  double mean = 0;
+  for (float l : losses) mean += l / 64.0;
+  EXPECT_NEAR(model.forward(inputs.data(), targets.data(), 2, 32), mean, 1e-3 * mean);
+  // the KV-cache path, token by token after a prompt, against the full forward of the same tokens
+  KVCache cache(model, 2, 32);
+  std::vector<float> last(2 * 300);
+  std::vector<int32_t> prompt(2 * 16), next(2);
+  for (int r = 0; r < 2; ++r)
+    for (int t = 0; t < 16; ++t) prompt[static_cast<size_t>(r * 16 + t)] = inputs[static_cast<size_t>(r * 32 + t)];
+  model.forward_incremental(prompt.data(), 2, 16, cache, last.data());
+  for (int t = 16; t < 32; ++t) {
+    for (int r = 0; r < 2; ++r) next[static_cast<size_t>(r)] = inputs[static_cast<size_t>(r * 32 + t)];
+    model.forward_incremental(next.data(), 2, 1, cache, last.data());
+  }
+  // full-sequence losses of the last position from the incremental logits
+  for (int r = 0; r < 2; ++r) {
+    const float* z = last.data() + r * 300;
+    double max_z = z[0], sum = 0;
+    for (int j = 0; j < 300; ++j) max_z = std::max<double>(max_z, z[j]);
+    for (int j = 0; j < 300; ++j) sum += std::exp(z[j] - max_z);
+    const double loss = max_z + std::log(sum) - z[targets[static_cast<size_t>(r * 32 + 31)]];
+    EXPECT_NEAR(loss, losses[static_cast<size_t>(r * 32 + 31)], 0.03 * std::max(1.0, loss)) << "row " << r;
+  }
+}
+
+}  // namespace
+}  // namespace ct::test

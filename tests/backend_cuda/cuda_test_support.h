@@ -1,0 +1,170 @@
+#pragma once
+// Device-test helpers: CUDA backends (skipped when no GPU is present), the CPU backend as the
+// reference, and tensors that hold the same values on both. Inputs are drawn fresh (seeded) for
+// every check; outputs are poisoned (NaN) before each run so that an unwritten element fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "util/error.h"
+
+namespace ct::test {
+
+using Values = std::vector<double>;
+
+struct CudaFlavour {
+  std::string matmul_precision = "f32";
+  bool fp8 = false;
+  bool reference_attention = false;
+  bool operator<(const CudaFlavour& o) const {
+    return std::tie(matmul_precision, fp8, reference_attention) < std::tie(o.matmul_precision, o.fp8, o.reference_attention);
+  }
+};
+
+inline std::string& cuda_skip_reason() {
+  static std::string reason;
+  return reason;
+}
+
+// A CUDA backend of the given flavour, or nullptr (with the reason) when none can start.
+inline Backend* cuda(const CudaFlavour& flavour = {}) {
+  static std::map<CudaFlavour, std::unique_ptr<Backend>> backends;
+  static bool unavailable = false;
+  if (unavailable) return nullptr;
+  auto found = backends.find(flavour);
+  if (found != backends.end()) return found->second.get();
+  try {
+    BackendOptions options;
+    options.name = "cuda";
+    options.matmul_precision = flavour.matmul_precision;
+    options.fp8 = flavour.fp8;
+    if (flavour.reference_attention) setenv("CLOCKTRAIN_CUDA_ATTENTION", "reference", 1);
+    auto backend = create_backend(options);
+    if (flavour.reference_attention) unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
+    return (backends[flavour] = std::move(backend)).get();
+  } catch (const Error& e) {
+    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
+    unavailable = true;
+    cuda_skip_reason() = e.what();
+    return nullptr;
+  }
+}
+
+#define CT_REQUIRE_CUDA()                                                                        \
+  do {                                                                                           \
+    if (!::ct::test::cuda()) GTEST_SKIP() << "no CUDA device: " << ::ct::test::cuda_skip_reason(); \
+  } while (0)
+
+inline Backend& cpu() {
+  static std::unique_ptr<Backend> backend = [] {
+    BackendOptions options;
+    options.name = "cpu";
+    return create_backend(options);
+  }();
+  return *backend;
+}
+
+inline Values random_values(size_t count, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  Values values(count);
+  for (double& v : values) v = normal(rng);
+  return values;
+}
+
+// Values rounded to bf16 (so that both backends start from the same numbers in bf16 tests).
+inline Values round_to_bf16(const Values& values) {
+  Values out(values.size());
+  Buffer tmp(cpu(), Shape{static_cast<int64_t>(values.size())}, DType::bf16);
+  cpu().upload(tmp, values.data(), DType::f64);
+  cpu().download(out.data(), DType::f64, tmp);
+  return out;
+}
+
+inline Buffer make(Backend& backend, const Shape& shape, DType dtype, const Values& values) {
+  Buffer buffer(backend, shape, dtype);
+  EXPECT_EQ(static_cast<int64_t>(values.size()), shape.numel());
+  backend.upload(buffer, values.data(), DType::f64);
+  return buffer;
+}
+
+inline Buffer make_ids(Backend& backend, const Shape& shape, const std::vector<int32_t>& ids) {
+  Buffer buffer(backend, shape, DType::i32);
+  backend.upload(buffer, ids.data(), DType::i32);
+  return buffer;
+}
+
+// An output buffer filled with NaN (or -1 for i32): every element the op fails to write shows.
+inline Buffer poisoned(Backend& backend, const Shape& shape, DType dtype) {
+  Buffer buffer(backend, shape, dtype);
+  backend.fill(buffer, dtype == DType::i32 ? -1.0 : NAN);
+  return buffer;
+}
+
+inline Values read(Backend& backend, const Tensor& t) {
+  Values values(static_cast<size_t>(t.numel()));
+  backend.download(values.data(), DType::f64, t);
+  return values;
+}
+
+inline std::vector<int32_t> read_ids(Backend& backend, const Tensor& t) {
+  std::vector<int32_t> ids(static_cast<size_t>(t.numel()));
+  backend.download(ids.data(), DType::i32, t);
+  return ids;
+}
+
+// ||a - b|| / ||b|| (METHOD.md's measure); infinite when a holds a NaN or an Inf.
+inline double norm_relative_error(const Values& a, const Values& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  return ref > 0 ? std::sqrt(diff / ref) : std::sqrt(diff);
+}
+
+// max |a - b| / max |b|: no element may be far off even when the norm is fine.
+inline double max_relative_error(const Values& a, const Values& b) {
+  double diff = 0, ref = 1e-30;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    ref = std::max(ref, std::abs(b[i]));
+  }
+  return diff / ref;
+}
+
+// Both measures under the tolerance (the max measure gets 4x: one element may round the other way).
+#define CT_EXPECT_CLOSE(actual, expected, tolerance)                                                      \
+  do {                                                                                                   \
+    const auto& ct_a_ = (actual);                                                                        \
+    const auto& ct_e_ = (expected);                                                                      \
+    EXPECT_LT(::ct::test::norm_relative_error(ct_a_, ct_e_), (tolerance)) << #actual " vs " #expected;   \
+    EXPECT_LT(::ct::test::max_relative_error(ct_a_, ct_e_), 4 * (tolerance)) << #actual " vs " #expected; \
+  } while (0)
+
+// Tolerances of the issue: f32 paths within 1e-4, bf16 storage/compute within 1e-2.
+inline double tolerance_for(DType dtype) { return dtype == DType::bf16 ? 1e-2 : 1e-4; }
+
+template <typename Fn>
+void expect_error(Fn&& fn, const std::vector<std::string>& fragments) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected a ct::Error mentioning " << fragments.front();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const auto& fragment : fragments)
+      EXPECT_NE(message.find(fragment), std::string::npos) << "message: " << message << "\nmissing: " << fragment;
+  }
+}
+
+}  // namespace ct::test

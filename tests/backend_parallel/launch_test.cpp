@@ -1,0 +1,84 @@
+// The launch environment: which variables set rank, world size and local rank; errors name them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "backend/parallel/launch.h"
+#include "util/error.h"
+
+namespace ct {
+namespace {
+
+LaunchEnvironment parse(const std::map<std::string, std::string>& vars) {
+  return launch_environment([&](const char* name) -> const char* {
+    auto found = vars.find(name);
+    return found == vars.end() ? nullptr : found->second.c_str();
+  });
+}
+
+std::string error_of(const std::map<std::string, std::string>& vars) {
+  try {
+    parse(vars);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LaunchEnvironment, NoVariablesIsOneProcess) {
+  LaunchEnvironment env = parse({});
+  EXPECT_EQ(env.world_size, 1);
+  EXPECT_EQ(env.rank, 0);
+  EXPECT_EQ(env.local_rank, 0);
+  EXPECT_EQ(env.launcher, "single");
+  EXPECT_FALSE(env.distributed());
+}
+
+TEST(LaunchEnvironment, TorchrunVariables) {
+  LaunchEnvironment env = parse({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node0"},
+                                 {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(env.launcher, "torchrun");
+  EXPECT_EQ(env.rank, 5);
+  EXPECT_EQ(env.world_size, 8);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.master_addr, "node0");
+  EXPECT_EQ(env.master_port, 29500);
+  EXPECT_TRUE(env.distributed());
+}
+
+TEST(LaunchEnvironment, OpenMpiAndSlurmVariables) {
+  LaunchEnvironment mpi = parse({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"CLOCKTRAIN_NCCL_ID_FILE", "/shared/id"}});
+  EXPECT_EQ(mpi.launcher, "mpirun");
+  EXPECT_EQ(mpi.rank, 3);
+  EXPECT_EQ(mpi.local_rank, 3);
+  EXPECT_EQ(mpi.id_file, "/shared/id");
+  LaunchEnvironment slurm = parse({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                                   {"CLOCKTRAIN_NCCL_ID_FILE", "/shared/id"}});
+  EXPECT_EQ(slurm.launcher, "slurm");
+  EXPECT_EQ(slurm.world_size, 2);
+}
+
+TEST(LaunchEnvironment, TorchrunWinsOverMpi) {
+  LaunchEnvironment env = parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "2"},
+                                 {"OMPI_COMM_WORLD_SIZE", "4"}});
+  EXPECT_EQ(env.launcher, "torchrun");
+  EXPECT_EQ(env.world_size, 1);
+}
+
+TEST(LaunchEnvironment, ErrorsNameTheVariable) {
+  EXPECT_NE(error_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK='x' is not an integer"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}}).find("RANK=2 is outside [0, WORLD_SIZE=2)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}}).find("WORLD_SIZE is missing"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}}).find("LOCAL_RANK"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}}).find("CLOCKTRAIN_NCCL_ID_FILE"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"), std::string::npos);
+  EXPECT_NE(error_of({{"CLOCKTRAIN_RENDEZVOUS_TIMEOUT", "-1"}}).find("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ct

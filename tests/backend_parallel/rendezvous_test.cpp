@@ -1,0 +1,75 @@
+// The id rendezvous, with every rank a thread of this process: through a file and over TCP on
+// localhost. Every rank must end with rank 0's bytes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+#include <random>
+#include <vector>
+
+#include "backend/parallel/rendezvous.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace ct {
+namespace {
+
+std::vector<uint8_t> id_bytes(uint8_t seed) {
+  std::vector<uint8_t> bytes(128);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(seed * 31 + i * 7);
+  return bytes;
+}
+
+std::vector<std::vector<uint8_t>> run_ranks(LaunchEnvironment base, int world) {
+  std::vector<std::future<std::vector<uint8_t>>> ranks;
+  for (int r = world - 1; r >= 0; --r) {  // rank 0 starts last: the others must wait for it
+    LaunchEnvironment env = base;
+    env.rank = r;
+    env.local_rank = r;
+    env.world_size = world;
+    ranks.push_back(std::async(std::launch::async, [env, r] { return exchange_id(env, id_bytes(static_cast<uint8_t>(r + 1))); }));
+  }
+  std::vector<std::vector<uint8_t>> results;
+  for (auto& f : ranks) results.push_back(f.get());
+  return results;
+}
+
+TEST(Rendezvous, OneProcessKeepsItsId) {
+  LaunchEnvironment env;
+  EXPECT_EQ(exchange_id(env, id_bytes(9)), id_bytes(9));
+}
+
+TEST(Rendezvous, ThroughAFile) {
+  test::TempDir dir;
+  LaunchEnvironment env;
+  env.id_file = (dir.path() / "nccl-id").string();
+  env.timeout_seconds = 20;
+  for (const auto& bytes : run_ranks(env, 4)) EXPECT_EQ(bytes, id_bytes(1));  // rank 0's seed
+}
+
+TEST(Rendezvous, OverTcp) {
+  LaunchEnvironment env;
+  env.master_addr = "127.0.0.1";
+  std::mt19937 rng(std::random_device{}());
+  env.master_port = 20000 + static_cast<int>(rng() % 20000);
+  env.timeout_seconds = 20;
+  for (const auto& bytes : run_ranks(env, 3)) EXPECT_EQ(bytes, id_bytes(1));
+}
+
+TEST(Rendezvous, WaitingForAMissingFileTimesOut) {
+  test::TempDir dir;
+  LaunchEnvironment env;
+  env.world_size = 2;
+  env.rank = 1;
+  env.id_file = (dir.path() / "never-written").string();
+  env.timeout_seconds = 0.3;
+  try {
+    exchange_id(env, id_bytes(2));
+    ADD_FAILURE() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("never-written"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ct
