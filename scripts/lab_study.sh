@@ -8,7 +8,8 @@
 # Usage: scripts/lab_study.sh [CLOCKTRAIN_BINARY]      (default build/release/clocktrain)
 # Environment (all optional):
 #   LEDGER=lab-study.sqlite   the ledger file          REPORT=lab-study.html   the report
-#   RECIPE=cpu-small          the recipe               DATA=DIR                passed as --data DIR
+#   RECIPE=cpu-small          the recipe's name (as the ledger keys runs)           DATA=DIR  passed as --data DIR
+#   RECIPE_FILE=recipes/RECIPE.toml   the recipe file that `clocktrain run` trains
 #   SEEDS="1 2 3 4"           noise seeds              ELASTICITY_SEEDS="1 2"  seeds at 2 and 10 min
 #   NOISE_BUDGET=300          ELASTICITY_BUDGETS="120 600"   PROBE_BUDGET=20   SMOKE_BUDGET=60
 #   CPU_CHECK="ctest --test-dir BUILD -j2"   the cpu-check command (BUILD: the folder holding the binary)
@@ -22,6 +23,7 @@ BIN=${1:-build/release/clocktrain}
 LEDGER=${LEDGER:-lab-study.sqlite}
 REPORT=${REPORT:-lab-study.html}
 RECIPE=${RECIPE:-cpu-small}
+RECIPE_FILE=${RECIPE_FILE:-recipes/$RECIPE.toml}
 SEEDS=${SEEDS:-"1 2 3 4"}
 ELASTICITY_SEEDS=${ELASTICITY_SEEDS:-"1 2"}
 NOISE_BUDGET=${NOISE_BUDGET:-300}
@@ -56,7 +58,7 @@ lab() { step "$BIN" lab "$@" --ledger "$LEDGER"; }
 # lab run EXP ARM RUNG BUDGET SEED
 lab_run() {
   step "$BIN" lab run "$1" --arm "$2" --rung "$3" --ledger "$LEDGER" --binary "$RUN_BINARY" -- \
-    "$RECIPE" --budget "$4" --seed "$5" "${data_options[@]}"
+    "$RECIPE_FILE" --budget "$4" --seed "$5" "${data_options[@]}"
 }
 # Opens an experiment and prints its id (the first line lab propose prints).
 propose() {

@@ -64,7 +64,7 @@ TEST(LabStudy, DryRunPrintsTheCommands) {
   auto r = ct::test::run_command("cd " + dir.path().string() + " && DRY_RUN=1 " + script.string() + " /opt/clocktrain");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("lab run EXP --arm B --rung full --ledger lab-study.sqlite --binary /opt/clocktrain -- "
-                          "cpu-small --budget 300 --seed 4"),
+                          "recipes/cpu-small.toml --budget 300 --seed 4"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("lab elasticity cpu-small --rung full"), std::string::npos);

@@ -15,30 +15,8 @@
 namespace ct {
 namespace {
 
-class Bf16TrainerTest : public ::testing::Test {
+class Bf16TrainerTest : public test::TrainerFixture {
  protected:
-  static void SetUpTestSuite() {
-    root_ = new test::TempDir();
-    data_ = test::make_test_data(root_->path());
-  }
-  static void TearDownTestSuite() {
-    delete root_;
-    root_ = nullptr;
-  }
-  TrainOptions options(const std::string& run, const Recipe& recipe) {
-    TrainOptions o;
-    o.recipe = recipe;
-    o.data_dir = data_;
-    o.out_dir = scratch_.path() / run;
-    o.progress_line = false;
-    return o;
-  }
-  std::vector<double> losses(const std::string& run) {
-    std::vector<double> out;
-    for (const Json& r : test::rows_of_kind(test::read_metrics(scratch_.path() / run), "train"))
-      out.push_back(r["loss"].get<double>());
-    return out;
-  }
   static Recipe bf16_recipe() {
     Recipe r = test::tiny_recipe();  // 2 heads of 32 over 1 kv head: the AMX attention kernels' shape
     r.matmul_precision = "bf16";
@@ -46,12 +24,7 @@ class Bf16TrainerTest : public ::testing::Test {
     r.eval_every_steps = 4;
     return r;
   }
-  static test::TempDir* root_;
-  static fs::path data_;
-  test::TempDir scratch_;
 };
-test::TempDir* Bf16TrainerTest::root_ = nullptr;
-fs::path Bf16TrainerTest::data_;
 
 TEST_F(Bf16TrainerTest, LearnsLikeF32AndSavesF32MasterWeights) {
   Recipe r = bf16_recipe();

@@ -3,12 +3,15 @@
 // sentences (so that a tiny model's loss visibly falls), tokenized by prepare_data with the data
 // tests' byte-level stand-in encoder (257 ids), and recipes/tiny.toml resized to that vocabulary.
 // The tokenizer/ files are placeholders: the trainer only copies them into the checkpoint.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
 #include "data/data_test_support.h"
 #include "data/prepare.h"
 #include "train/recipe.h"
+#include "train/trainer.h"
 #include "util/json.h"
 
 namespace ct::test {
@@ -65,5 +68,37 @@ inline std::vector<Json> rows_of_kind(const std::vector<Json>& rows, const std::
     if (r["kind"] == kind) out.push_back(r);
   return out;
 }
+
+// The trainer tests' fixture: one prepared data folder (make_test_data) for the whole suite, since
+// preparing it takes a moment, and a scratch folder per test for the runs.
+class TrainerFixture : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new TempDir();
+    data_ = make_test_data(root_->path());
+  }
+  static void TearDownTestSuite() {
+    delete root_;
+    root_ = nullptr;
+  }
+  TrainOptions options(const std::string& run, const Recipe& recipe) {
+    TrainOptions o;
+    o.recipe = recipe;
+    o.data_dir = data_;
+    o.out_dir = scratch_.path() / run;
+    o.progress_line = false;
+    return o;
+  }
+  // The train loss of every step of a run in the scratch folder.
+  std::vector<double> losses(const std::string& run) {
+    std::vector<double> out;
+    for (const Json& r : rows_of_kind(read_metrics(scratch_.path() / run), "train"))
+      out.push_back(r["loss"].get<double>());
+    return out;
+  }
+  static inline TempDir* root_ = nullptr;
+  static inline fs::path data_;
+  TempDir scratch_;
+};
 
 }  // namespace ct::test

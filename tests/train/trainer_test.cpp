@@ -15,37 +15,7 @@
 namespace ct {
 namespace {
 
-// One data folder for the whole suite (preparing it takes a moment).
-class TrainerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    root_ = new test::TempDir();
-    data_ = test::make_test_data(root_->path());
-  }
-  static void TearDownTestSuite() {
-    delete root_;
-    root_ = nullptr;
-  }
-  TrainOptions options(const std::string& run, const Recipe& recipe) {
-    TrainOptions o;
-    o.recipe = recipe;
-    o.data_dir = data_;
-    o.out_dir = scratch_.path() / run;
-    o.progress_line = false;
-    return o;
-  }
-  std::vector<double> losses(const std::string& run) {
-    std::vector<double> out;
-    for (const Json& r : test::rows_of_kind(test::read_metrics(scratch_.path() / run), "train"))
-      out.push_back(r["loss"].get<double>());
-    return out;
-  }
-  static test::TempDir* root_;
-  static fs::path data_;
-  test::TempDir scratch_;
-};
-test::TempDir* TrainerTest::root_ = nullptr;
-fs::path TrainerTest::data_;
+class TrainerTest : public test::TrainerFixture {};
 
 TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
   Recipe r = test::tiny_recipe();
