@@ -1,10 +1,17 @@
-# The binary's version string (git describe) and build flags, recorded in every result and ledger run.
-execute_process(COMMAND git describe --always --dirty --tags
-                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                OUTPUT_VARIABLE CLOCKTRAIN_GIT_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(NOT CLOCKTRAIN_GIT_VERSION)
-  set(CLOCKTRAIN_GIT_VERSION "unknown")
-endif()
+# The binary's version string (project version + git describe) and build flags, recorded in every result
+# and ledger run. The header is rewritten at every build, not only at configure time, so that a rebuild
+# after a new commit (or with uncommitted edits: "-dirty") says so.
 string(TOUPPER "${CMAKE_BUILD_TYPE}" _bt)
 set(CLOCKTRAIN_BUILD_FLAGS "${CMAKE_CXX_COMPILER_ID}-${CMAKE_CXX_COMPILER_VERSION} ${CMAKE_BUILD_TYPE} ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_bt}} sanitize=${CLOCKTRAIN_SANITIZE}")
-configure_file(${PROJECT_SOURCE_DIR}/src/util/version.h.in ${PROJECT_BINARY_DIR}/generated/clocktrain_version.h @ONLY)
+set(CLOCKTRAIN_VERSION_HEADER ${PROJECT_BINARY_DIR}/generated/clocktrain_version.h)
+
+set(SOURCE_DIR ${PROJECT_SOURCE_DIR})
+set(OUTPUT ${CLOCKTRAIN_VERSION_HEADER})
+include(${PROJECT_SOURCE_DIR}/cmake/WriteVersionHeader.cmake)
+
+add_custom_target(clocktrain_version_header
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${CLOCKTRAIN_VERSION_HEADER}
+          -DPROJECT_VERSION=${PROJECT_VERSION} -DCLOCKTRAIN_BUILD_FLAGS=${CLOCKTRAIN_BUILD_FLAGS}
+          -P ${PROJECT_SOURCE_DIR}/cmake/WriteVersionHeader.cmake
+  BYPRODUCTS ${CLOCKTRAIN_VERSION_HEADER}
+  VERBATIM)
