@@ -171,21 +171,30 @@ int64_t GPT::forward_queued(const int32_t* inputs, const int32_t* targets, int64
   return last_valid_targets_;
 }
 
-void GPT::forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
-  check(B > 0 && T > 0, "GPT::forward: expected B, T > 0, got ", B, ", ", T);
+Activations& GPT::forward_to_logits(std::unique_ptr<Activations>& slot, bool training, const int32_t* inputs,
+                                    const int32_t* targets, int64_t B, int64_t T) {
+  check(B > 0 && T > 0, training ? "GPT::forward" : "GPT::evaluate", ": expected B, T > 0, got ", B, ", ", T);
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
-  if (!train_acts_) train_acts_ = std::make_unique<Activations>();
-  Activations& acts = *train_acts_;
-  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/true, /*backward=*/true);
+  if (!slot) slot = std::make_unique<Activations>();
+  Activations& acts = *slot;
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/training, /*backward=*/training);
   ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
   be.upload(view(acts.targets, {N}), targets, DType::i32);
   forward_trunk(acts, B, T);
-  // logits = xf lm_head[:V]^T; losses = softcapped cross-entropy, and with them (one pass over the
-  // logits, fused_loss_gradient_) d losses[n] / d logits, unscaled: backward() applies the loss scale
-  // in the head's matmuls. Otherwise backward() computes d logits itself.
+  // logits = xf lm_head[:V]^T
   be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
+  return acts;
+}
+
+void GPT::forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
+  Activations& acts = forward_to_logits(train_acts_, /*training=*/true, inputs, targets, B, T);
+  const int64_t N = B * T, V = config_.vocab_size;
+  Backend& be = *backend_;
+  // losses = softcapped cross-entropy, and with them (one pass over the logits, fused_loss_gradient_)
+  // d losses[n] / d logits, unscaled: backward() applies the loss scale in the head's matmuls.
+  // Otherwise backward() computes d logits itself.
   if (fused_loss_gradient_) {
     be.softcap_cross_entropy_fused(view(acts.losses, {N}), view(acts.dlogits(), {N, V}), view(acts.logits, {N, V}),
                                    view(acts.targets, {N}), config_.softcap, 1.0);

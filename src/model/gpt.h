@@ -116,6 +116,11 @@ class GPT {
   // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
   // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
   void forward_trunk(Activations& acts, int64_t B, int64_t T);
+  // The shared start of training and evaluation: sizes `slot`'s activations (every layer's and the
+  // backward buffers when `training`, else one reused layer), refreshes stale weight copies, uploads
+  // the tokens and targets, runs the trunk and the head, leaving the logits in the activations.
+  Activations& forward_to_logits(std::unique_ptr<Activations>& slot, bool training, const int32_t* inputs,
+                                 const int32_t* targets, int64_t B, int64_t T);
   void attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T);
   void mlp_forward(Activations& acts, int64_t layer, int64_t N);
   void attention_backward(int64_t layer, int64_t B, int64_t T);

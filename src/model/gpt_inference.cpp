@@ -10,17 +10,9 @@ namespace ct {
 
 void GPT::evaluate(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, float* losses_out,
                    int32_t* argmax_out) {
-  check(B > 0 && T > 0, "GPT::evaluate: expected B, T > 0, got ", B, ", ", T);
-  const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
-  if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
-  Activations& acts = *eval_acts_;
-  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
-  ensure_compute_weights();
+  Activations& acts = forward_to_logits(eval_acts_, /*training=*/false, inputs, targets, B, T);
+  const int64_t N = B * T, V = config_.vocab_size;
   Backend& be = *backend_;
-  be.upload(view(acts.tokens, {N}), inputs, DType::i32);
-  be.upload(view(acts.targets, {N}), targets, DType::i32);
-  forward_trunk(acts, B, T);
-  be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
   const Tensor argmax = argmax_out ? view(acts.argmax, {N}) : Tensor{};
   be.softcap_cross_entropy_forward(view(acts.losses, {N}), argmax, view(acts.logits, {N, V}), view(acts.targets, {N}),
                                    config_.softcap);
