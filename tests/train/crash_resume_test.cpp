@@ -102,7 +102,17 @@ std::map<int64_t, double> losses_of(const fs::path& run) {
 
 class CrashResume : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // The suite's data, recipe and reference run are made by the first test that runs, not in
+  // SetUpTestSuite: a fatal failure there makes googletest skip the tests, and ctest reports them as
+  // skipped rather than failed (that hid a crashing reference run once).
+  void SetUp() override {
+    if (!prepare_attempted_) {
+      prepare_attempted_ = true;
+      prepare_suite();
+    }
+    ASSERT_TRUE(prepared_) << "the suite's uninterrupted reference run failed (see the first test's output)";
+  }
+  static void prepare_suite() {
     root_ = new test::TempDir();
     data_ = test::make_test_data(root_->path());
     // recipes/tiny.toml at the test data's vocabulary, a checkpoint after (nearly) every step, and a
@@ -126,6 +136,7 @@ class CrashResume : public ::testing::Test {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(root_->path() / "reference.log");
     *reference_ = losses_of(run);
     ASSERT_EQ(reference_->size(), static_cast<size_t>(kSteps));
+    prepared_ = true;
   }
   static void TearDownTestSuite() {
     delete reference_;
@@ -171,12 +182,14 @@ class CrashResume : public ::testing::Test {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << describe(status) << "\n" << read_file(log);
   }
 
+  static bool prepare_attempted_, prepared_;
   static test::TempDir* root_;
   static fs::path data_, recipe_;
   static std::map<int64_t, double>* reference_;
   static double reference_wall_seconds_;  // of the whole uninterrupted run, startup included
   test::TempDir scratch_;
 };
+bool CrashResume::prepare_attempted_ = false, CrashResume::prepared_ = false;
 test::TempDir* CrashResume::root_ = nullptr;
 fs::path CrashResume::data_, CrashResume::recipe_;
 std::map<int64_t, double>* CrashResume::reference_ = nullptr;

@@ -51,8 +51,9 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logi
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < rows; ++n) {
       const float* l = logits + n * vocab;
-      float* d32 = static_cast<float*>(dlogits) + n * vocab;
-      uint16_t* d16 = static_cast<uint16_t*>(dlogits) + n * vocab;
+      // (dlogits is null without kGradient: no offset is applied to it then)
+      float* d32 = kGradient && !kBf16 ? static_cast<float*>(dlogits) + n * vocab : nullptr;
+      uint16_t* d16 = kGradient && kBf16 ? static_cast<uint16_t*>(dlogits) + n * vocab : nullptr;
       const int32_t target = targets[n];
       float sum = 0.0f;
       if (target >= 0 || argmax) {
