@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Times the evaluators on one checkpoint with the real CLI: CORE (every task of the bundle, with
 # --max-per-task N, N = 0 for the full run) with prefix reuse and, side by side in the same
-# invocation, with --no-prefix-reuse (the plain path); then val_bpb over the whole validation set.
+# invocation, with --no-prefix-reuse (the plain path) and/or with bf16 matmuls (prefix reuse and
+# --matmul-precision bf16); then val_bpb over the whole validation set.
 # Prints the seconds of each task for each mode, and each run's wall and CPU (user + system) time,
 # measured by /usr/bin/time around the whole command (loading and tokenizing included).
 #
 # usage: bench/core_eval.sh CHECKPOINT [MAX_PER_TASK ...]       (default MAX_PER_TASK: 500)
-# env:   BUILD=build/release  THREADS=0 (all cores)  MODES="prefix plain"  BPB=1  OUT=<temp dir>
+# env:   BUILD=build/release  THREADS=0 (all cores)  MODES="prefix plain" (any of prefix plain bf16)
+#        BPB=1  OUT=<temp dir>
 #        BATCH_TOKENS=16384  DATA=<data dir, else $CLOCKTRAIN_DATA or ../shared/data>
 # The table: each task's wall and CPU seconds (the evaluator's own clocks), the whole commands'
-# (/usr/bin/time), and for a subset the full run extrapolated task by task from its CPU seconds.
+# (/usr/bin/time), and for a subset the full run extrapolated task by task from its CPU seconds;
+# with several modes, each task's accuracy in each mode (plain and prefix must agree exactly, bf16
+# only within its rounding).
 # e.g.   bench/core_eval.sh runs/ckpt 500 0        (500 per task, then the full CORE-21)
 #        MODES=prefix BPB=0 bench/core_eval.sh runs/ckpt 0
 set -euo pipefail
@@ -38,8 +42,12 @@ run_timed() {  # name, command...: runs it, keeps stdout in $out/name.json, wall
 
 for limit in "${limits[@]}"; do
   for mode in $modes; do
-    extra=()
-    [ "$mode" = plain ] && extra=(--no-prefix-reuse)
+    case "$mode" in
+      prefix) extra=() ;;
+      plain) extra=(--no-prefix-reuse) ;;
+      bf16) extra=(--matmul-precision bf16) ;;
+      *) echo "core_eval.sh: unknown mode '$mode' (prefix, plain, bf16)" >&2; exit 2 ;;
+    esac
     run_timed "core_${limit}_$mode" "$bin" eval core "$checkpoint" "${data_args[@]}" --max-per-task "$limit" \
       --threads "$threads" --batch-tokens "$batch_tokens" --json "${extra[@]}"
   done
@@ -99,6 +107,11 @@ for limit, modes in sorted(runs.items()):
                       for t in modes[m][0]["tasks"] if t["rows"] > 0)
             print(f"{m}: full CORE extrapolated from these rows: {est:.0f} CPU s "
                   f"({sum(full_rows.get(t['label'], 0) for t in first['tasks'])} rows)")
+    if len(names) > 1:
+        print(f"\n{'task':<34} {'rows':>6}" + "".join(f" {m + ' acc':>12}" for m in names))
+        for i, t in enumerate(first["tasks"]):
+            print(f"{t['label']:<34} {t['rows']:>6}" +
+                  "".join(f" {modes[m][0]['tasks'][i]['accuracy']:>12.4f}" for m in names))
     for m in names:
         wall, cpu = modes[m][1]
         print(f"{m}: whole command {wall:.1f} s wall, {cpu:.1f} s CPU; {modes[m][0]['metric']} = "

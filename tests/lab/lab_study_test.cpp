@@ -7,6 +7,13 @@
 namespace ct::lab {
 namespace {
 
+// The script reads its settings from the environment: a study running in the same shell (e.g. one
+// whose cpu-check is this test suite) must not leak its settings into these tests.
+std::string clean_script_environment() {
+  return "env -u LEDGER -u REPORT -u RECIPE -u RECIPE_FILE -u SEEDS -u ELASTICITY_SEEDS -u NOISE_BUDGET "
+         "-u ELASTICITY_BUDGETS -u PROBE_BUDGET -u SMOKE_BUDGET -u CPU_CHECK -u RUN_BINARY -u DRY_RUN -u DATA ";
+}
+
 TEST(LabStudy, ScriptRunsTheWholeStudyAgainstAFakeRun) {
   ct::test::TempDir dir;
   test::ResultSpec spec;
@@ -36,7 +43,8 @@ sed -e "s/424242/$seed/" -e "s/525252/$((budget - 1))/" -e "s/515151.0/$budget.0
 )");
   fs::permissions(fake, fs::perms::owner_all);
   fs::path script = ct::test::source_dir() / "scripts" / "lab_study.sh";
-  auto r = ct::test::run_command("cd " + dir.path().string() + " && LEDGER=study.sqlite REPORT=study.html CPU_CHECK=true " +
+  auto r = ct::test::run_command("cd " + dir.path().string() + " && " + clean_script_environment() +
+                                 "LEDGER=study.sqlite REPORT=study.html CPU_CHECK=true " +
                                  "RUN_BINARY=" + fake.string() + " " + script.string() + " " +
                                  ct::test::clocktrain_bin());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -61,7 +69,8 @@ sed -e "s/424242/$seed/" -e "s/525252/$((budget - 1))/" -e "s/515151.0/$budget.0
 TEST(LabStudy, DryRunPrintsTheCommands) {
   ct::test::TempDir dir;
   fs::path script = ct::test::source_dir() / "scripts" / "lab_study.sh";
-  auto r = ct::test::run_command("cd " + dir.path().string() + " && DRY_RUN=1 " + script.string() + " /opt/clocktrain");
+  auto r = ct::test::run_command("cd " + dir.path().string() + " && " + clean_script_environment() + "DRY_RUN=1 " +
+                                 script.string() + " /opt/clocktrain");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("lab run EXP --arm B --rung full --ledger lab-study.sqlite --binary /opt/clocktrain -- "
                           "recipes/cpu-small.toml --budget 300 --seed 4"),
