@@ -89,6 +89,10 @@ std::map<std::string, std::string> run_fingerprint(const RunRecord& run) {
   auto resolved = recipe.find("resolved");
   if (resolved != recipe.end() && resolved->is_object() && !resolved->empty()) {
     flatten(*resolved, "recipe", out);
+    // The resolved recipe repeats the run's seed (the replicate index, never an arm difference)
+    // and its budget (kept once, as budget_seconds, the key an experiment declares).
+    out.erase("recipe.run.seed");
+    if (r.contains("budget_seconds")) out.erase("recipe.run.budget_seconds");
   } else {
     copy_if_present(recipe, "sha256", "recipe.sha256", out);
   }

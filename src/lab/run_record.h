@@ -35,12 +35,14 @@ RunRecord parse_run_record(const std::string& result_text, const std::filesystem
                            const std::string& where);
 
 // The inputs of a run, flattened to "key" -> canonical JSON text of the value:
-//   recipe.<field path>    every leaf of recipe.resolved (recipe.sha256 when resolved is empty)
+//   recipe.<field path>    every leaf of recipe.resolved (recipe.sha256 when resolved is empty),
+//                          but recipe.run.seed and recipe.run.budget_seconds (see below)
 //   budget_seconds, startup_cap_seconds, round
 //   binary.version, binary.build_flags, data.manifest_sha256
 //   device.backend, device.description, device.devices, device.threads
 //   env.<NAME>             every recorded environment variable
-// The seed is not part of it: seeds are what replicates a configuration.
+// The seed is not part of it: seeds are what replicates a configuration. The budget is there once,
+// as budget_seconds.
 std::map<std::string, std::string> run_fingerprint(const RunRecord& run);
 
 // Outcomes and labels shown by `lab diff` beside the fingerprint (never a hygiene difference):

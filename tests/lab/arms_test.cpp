@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "lab/lab_commands.h"
+#include "lab/run_record.h"
 #include "lab/statistics.h"
 #include "lab_fixtures.h"
 
@@ -77,6 +78,24 @@ TEST(ArmHygiene, DeclaredKeysCoverTheirSubtree) {
   EXPECT_FALSE(declared_key_matches("recipe.model", "recipe.modelx"));
   EXPECT_FALSE(declared_key_matches("env.OMP", "env.OMP_NUM_THREADS"));
   EXPECT_FALSE(declared_key_matches("recipe.model.n_layer", "recipe.model"));
+}
+
+// result.json's resolved recipe repeats the seed and the budget (recipe.run.*): the seed replicates a
+// configuration and the budget is compared once, as budget_seconds, so neither is a second key.
+TEST(ArmHygiene, FingerprintLeavesOutTheSeedAndKeepsTheBudgetOnce) {
+  ct::test::TempDir dir;
+  ResultSpec spec;
+  spec.seed = 3;
+  spec.budget_seconds = 120;
+  const RunRecord run = read_run_record(write_run(dir / "run", spec) / "result.json");
+  const auto print = run_fingerprint(run);
+  EXPECT_EQ(print.count("recipe.run.seed"), 0u);
+  EXPECT_EQ(print.count("recipe.run.budget_seconds"), 0u);
+  EXPECT_EQ(print.at("budget_seconds"), "120.0");
+  EXPECT_EQ(print.at("recipe.run.run_by"), "\"budget\"");
+  // Two runs that differ only in their seeds are the same configuration.
+  spec.seed = 4;
+  EXPECT_TRUE(differences(print, run_fingerprint(read_run_record(write_run(dir / "other", spec) / "result.json"))).empty());
 }
 
 TEST(ArmHygiene, HiddenDebugVariableOnOneArmBlocksTheVerdict) {

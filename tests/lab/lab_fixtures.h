@@ -44,7 +44,11 @@ inline Json result_json(const ResultSpec& s, const fs::path& dir) {
       {"recipe",
        {{"path", "recipes/" + s.name + ".toml"},
         {"sha256", recipe_sha},
-        {"resolved", {{"model", {{"n_layer", s.n_layer}, {"n_embd", 128}}}, {"train", {{"lr", 0.02}}}}}}},
+        // As `clocktrain run` writes it: the resolved recipe holds the run's seed and budget too.
+        {"resolved",
+         {{"model", {{"n_layer", s.n_layer}, {"n_embd", 128}}},
+          {"train", {{"lr", 0.02}}},
+          {"run", {{"seed", s.seed}, {"budget_seconds", s.budget_seconds}, {"run_by", "budget"}}}}}}},
       {"seed", s.seed},
       {"round", 1},
       {"parameters", 123456},
