@@ -46,9 +46,12 @@ inline bool python_has(const std::string& modules) {
 // A fresh scratch folder per test, removed afterwards.
 class TempDir {
  public:
-  TempDir() {
+  // Named after the running test and the process; `tag` tells apart two folders of one test (e.g. a
+  // suite's shared folder, made during its first test, from that test's own).
+  explicit TempDir(const std::string& tag = "") {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "ct";
+    if (!tag.empty()) name += "-" + tag;
     path_ = fs::temp_directory_path() / ("clocktrain-test-" + name + "-" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);

@@ -113,7 +113,7 @@ class CrashResume : public ::testing::Test {
     ASSERT_TRUE(prepared_) << "the suite's uninterrupted reference run failed (see the first test's output)";
   }
   static void prepare_suite() {
-    root_ = new test::TempDir();
+    root_ = new test::TempDir("suite");  // not the first test's own scratch_, which it removes at its end
     data_ = test::make_test_data(root_->path());
     // recipes/tiny.toml at the test data's vocabulary, a checkpoint after (nearly) every step, and a
     // held-out evaluation every 5 steps, so kills land in steps, evaluations and checkpoint writes.
