@@ -6,10 +6,18 @@
 //
 // The iteration pushes every singular value of X towards ~1 (into roughly [0.7, 1.2] with the
 // quintic coefficients (3.4445, -4.7750, 2.0315)), which is why the result is "near-orthogonal".
+//
+// With matmul_precision bf16 and an f32 g, the three products take bf16 operands with f32
+// accumulation (oneDNN on AMX, like the model's matmuls; nanochat runs the whole iteration in bf16).
+// The iterate X, A and the polynomial's sums stay f32 and are rounded to bf16 only where a product
+// reads them, so the only error is the operands' rounding (relative 2^-9 per element).
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/onednn_matmul.h"
 
 namespace ct {
 
@@ -31,6 +39,53 @@ void transpose_into(T* dst, const T* src, int64_t rows, int64_t cols) {  // dst[
     for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * cols + c];
 }
 
+// x[m, n] (normalised) is replaced by `steps` iterations with the backend's gemm in T.
+template <typename T>
+void newton_schulz_exact(Backend& backend, std::vector<T>& x, int64_t m, int64_t n, int steps, double a, double b,
+                         double c) {
+  std::vector<T> x_next(x.size()), gram(static_cast<size_t>(m * m)), poly(gram.size());
+  Tensor x_view = host_view(x, m, n), x_next_view = host_view(x_next, m, n);
+  Tensor gram_view = host_view(gram, m, m), poly_view = host_view(poly, m, m);
+  for (int step = 0; step < steps; ++step) {
+    backend.gemm(x_view, x_view, gram_view, false, true, 1.0, 0.0);  // A = X X^T
+    backend.copy(poly_view, gram_view);
+    backend.gemm(gram_view, gram_view, poly_view, false, false, c, b);  // B = c A A + b A
+    backend.copy(x_next_view, x_view);
+    backend.gemm(poly_view, x_view, x_next_view, false, false, 1.0, a);  // X' = B X + a X
+    std::swap(x_view.data, x_next_view.data);
+  }
+  if (x_view.data != x.data()) x.swap(x_next);  // an odd number of steps left the result in x_next
+}
+
+// x[m, n] (f32, normalised) is replaced by `steps` iterations with bf16 products.
+void newton_schulz_bf16(std::vector<float>& x, int64_t m, int64_t n, int steps, float a, float b, float c) {
+  std::vector<float> gram(static_cast<size_t>(m * m)), poly(gram.size()), product(x.size());
+  std::vector<uint16_t> x_bf16(x.size()), gram_bf16(gram.size()), poly_bf16(gram.size());
+  const char* op = "newton_schulz";
+  auto round_to_bf16 = [&](std::vector<uint16_t>& dst, const std::vector<float>& src) {
+    convert_elements(op, dst.data(), DType::bf16, src.data(), DType::f32, static_cast<int64_t>(src.size()));
+  };
+  for (int step = 0; step < steps; ++step) {
+    round_to_bf16(x_bf16, x);
+    // A = X X^T
+    bf16_gemm_row_major(false, true, m, m, n, 1.0f, x_bf16.data(), n, x_bf16.data(), n, 0.0f, gram.data(), false, m);
+    round_to_bf16(gram_bf16, gram);
+    // B = c A A + b A
+    bf16_gemm_row_major(false, false, m, m, m, 1.0f, gram_bf16.data(), m, gram_bf16.data(), m, 0.0f, poly.data(),
+                        false, m);
+    const int64_t mm = m * m;
+#pragma omp parallel for schedule(static) if (mm > kMinParallelElements)
+    for (int64_t i = 0; i < mm; ++i) poly[static_cast<size_t>(i)] = c * poly[static_cast<size_t>(i)] + b * gram[static_cast<size_t>(i)];
+    round_to_bf16(poly_bf16, poly);
+    // X = B X + a X
+    bf16_gemm_row_major(false, false, m, n, m, 1.0f, poly_bf16.data(), m, x_bf16.data(), n, 0.0f, product.data(),
+                        false, n);
+    const int64_t mn = m * n;
+#pragma omp parallel for schedule(static) if (mn > kMinParallelElements)
+    for (int64_t i = 0; i < mn; ++i) x[static_cast<size_t>(i)] = product[static_cast<size_t>(i)] + a * x[static_cast<size_t>(i)];
+  }
+}
+
 }  // namespace
 
 void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
@@ -47,29 +102,24 @@ void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, 
   double norm = std::sqrt(sum_squares(g));
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
-    std::vector<T> x(static_cast<size_t>(m * n)), x_next(x.size()), gram(static_cast<size_t>(m * m)),
-        poly(gram.size());
+    std::vector<T> x(static_cast<size_t>(m * n));
     if (transposed) {
       transpose_into(x.data(), g.as<T>(), rows, cols);
     } else {
       std::copy(g.as<T>(), g.as<T>() + m * n, x.begin());
     }
-    Tensor x_view = host_view(x, m, n), x_next_view = host_view(x_next, m, n);
-    scale(x_view, 1.0 / (norm + 1e-7));
-    Tensor gram_view = host_view(gram, m, m), poly_view = host_view(poly, m, m);
-    for (int step = 0; step < steps; ++step) {
-      gemm(x_view, x_view, gram_view, false, true, 1.0, 0.0);  // A = X X^T
-      copy(poly_view, gram_view);
-      gemm(gram_view, gram_view, poly_view, false, false, c, b);  // B = c A A + b A
-      copy(x_next_view, x_view);
-      gemm(poly_view, x_view, x_next_view, false, false, 1.0, a);  // X' = B X + a X
-      std::swap(x_view.data, x_next_view.data);
-    }
-    const T* result = static_cast<const T*>(x_view.data);
-    if (transposed) {
-      transpose_into(x_out.as<T>(), result, m, n);
+    scale(host_view(x, m, n), 1.0 / (norm + 1e-7));
+    if constexpr (std::is_same_v<T, float>) {
+      if (matmul_bf16_) newton_schulz_bf16(x, m, n, steps, static_cast<float>(a), static_cast<float>(b),
+                                           static_cast<float>(c));
+      else newton_schulz_exact(*this, x, m, n, steps, a, b, c);
     } else {
-      std::copy(result, result + m * n, x_out.as<T>());
+      newton_schulz_exact(*this, x, m, n, steps, a, b, c);
+    }
+    if (transposed) {
+      transpose_into(x_out.as<T>(), x.data(), m, n);
+    } else {
+      std::copy(x.begin(), x.end(), x_out.as<T>());
     }
   });
 }
