@@ -90,7 +90,8 @@ for recipe in dict.fromkeys(r["recipe"] for r in rows):
         for r_ct, r_th in zip(ct, th):
             print(f"{'':<18} round: clocktrain {r_ct['tokens_per_second']:.0f} tok/s "
                   f"(fwd+bwd {fwd_bwd(r_ct):.2f} s, "
-                  f"opt {r_ct['optimizer_seconds']:.2f} s, peak {r_ct['gemm_peak_flops'] / 1e9:.0f} GFLOP/s), "
+                  f"opt {r_ct['optimizer_seconds']:.2f} s, peak {r_ct['gemm_peak_flops'] / 1e9:.0f} GFLOP/s, "
+                  f"{100 * r_ct['fraction_of_window']:.0f}% of the GEMM windows' {r_ct['gemm_window_flops'] / 1e9:.0f}), "
                   f"torch {r_th['tokens_per_second']:.0f} tok/s "
                   f"(fwd {r_th['forward_seconds']:.2f} s, bwd {r_th['backward_seconds']:.2f} s, opt {r_th['optimizer_seconds']:.2f} s)")
 EOF

@@ -4,7 +4,7 @@
 //
 //   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
 //                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
-//                                 [--matmul-precision f32|bf16]
+//                                 [--matmul-precision f32|bf16] [--profile-ops 0|1]
 //
 // --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
 // one thread, that is close to what the step takes on an idle core (other programs' time slices are
@@ -14,6 +14,16 @@
 // Prints a human summary and one JSON line (prefix "json: ") with tokens/s, model FLOP/s (nanochat's
 // count: model/config.h flops_per_token), the GEMM peak and their ratio (MFU against the measured
 // peak), and the median seconds of each phase. bench/train_throughput.sh runs it next to PyTorch.
+//
+// The GEMM peak is measured next to the steps: after each measured step (outside its timing), square
+// products of the model's matmul precision run for kGemmWindowSeconds. The peak is the fastest single
+// call of all the windows (the ceiling; conservative, since a step cannot stay that fast for a whole
+// step). On the shared development VM the matmul rate swings about 2x from one moment to the next
+// (docs/performance.md), so the bench also prints each step's model FLOP/s over the rate of the
+// window right after it: the step against the machine it ran on.
+//
+// --profile-ops 1 (CPU backend) also prints the wall-clock time of each backend op over the measured
+// steps, per step, most first (backend/cpu/op_timing.h), and their sum against the step time.
 #include <time.h>
 
 #include <algorithm>
@@ -23,6 +33,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/op_timing.h"
 #include "model/gpt.h"
 #include "model/init_rng.h"
 #include "optim/optimizer.h"
@@ -38,6 +49,10 @@ namespace {
 using namespace ct;
 
 bool g_cpu_clock = false;
+
+// How long the GEMM peak is measured after each step (docs/performance.md: a single 1536^3 call
+// takes ~5 ms and swings 2x on the development VM; a window averages the swings as a step does).
+constexpr double kGemmWindowSeconds = 0.25;
 
 // Seconds on the chosen clock: monotonic wall time, or the process's CPU time.
 double now_seconds() {
@@ -62,21 +77,65 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Best of `repeats` square f32 GEMMs of size n through the backend (the first call warms up).
-// In the precision of the model's matmuls (bf16 operands, f32 output, with matmul_precision bf16).
-double gemm_peak(Backend& backend, int64_t n, int repeats) {
-  const DType operands = backend.matmul_operand_dtype();
-  Buffer a(backend, {n, n}, operands), b(backend, {n, n}, operands), c(backend, {n, n}, DType::f32);
-  backend.fill(a, 0.5);
-  backend.fill(b, 0.25);
-  double best = 1e30;
-  for (int r = 0; r <= repeats; ++r) {
-    Timer w;
-    backend.gemm(a, b, c, false, false);
-    backend.synchronize();
-    if (r > 0) best = std::min(best, w.seconds());
+// Square GEMMs of size n through the backend, in the precision of the model's matmuls (bf16
+// operands and an f32 output with matmul_precision bf16): the rate a step is compared with.
+class GemmProbe {
+ public:
+  GemmProbe(Backend& backend, int64_t n)
+      : backend_(backend),
+        n_(n),
+        a_(backend, {n, n}, backend.matmul_operand_dtype()),
+        b_(backend, {n, n}, backend.matmul_operand_dtype()),
+        c_(backend, {n, n}, DType::f32) {
+    backend.fill(a_, 0.5);
+    backend.fill(b_, 0.25);
+    call();  // warm-up: the primitive is created here
   }
-  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
+
+  // Calls back to back until `seconds` have passed (at least 4): their total FLOP over their total
+  // wall time. Also keeps the fastest single call seen so far.
+  double window(double seconds) {
+    double timed = 0.0;
+    int calls = 0;
+    while (calls < 4 || timed < seconds) {
+      const double t = call();
+      best_call_ = std::max(best_call_, flop() / t);
+      timed += t;
+      ++calls;
+    }
+    return flop() * calls / timed;
+  }
+  double best_call() const { return best_call_; }
+  int64_t size() const { return n_; }
+
+ private:
+  double flop() const { return 2.0 * static_cast<double>(n_) * static_cast<double>(n_) * static_cast<double>(n_); }
+  double call() {
+    const double start = monotonic_seconds();
+    backend_.gemm(a_, b_, c_, false, false);
+    backend_.synchronize();
+    return monotonic_seconds() - start;
+  }
+  Backend& backend_;
+  int64_t n_;
+  Buffer a_, b_, c_;
+  double best_call_ = 0.0;
+};
+
+// The op_timing table of the measured steps, per step.
+void print_op_profile(int steps, double step_seconds) {
+  const std::vector<op_timing::Row> rows = op_timing::rows();
+  double total = 0.0;
+  for (const op_timing::Row& row : rows) total += row.seconds;
+  total /= steps;
+  std::printf("  backend ops, wall clock per step (sum %.1f ms of a %.1f ms step):\n", 1000.0 * total,
+              1000.0 * step_seconds);
+  std::printf("  %9s %6s %6s  %s\n", "ms/step", "share", "calls", "op");
+  for (const op_timing::Row& row : rows) {
+    const double ms = 1000.0 * row.seconds / steps;
+    std::printf("  %9.2f %5.1f%% %6lld  %s\n", ms, 100.0 * row.seconds / steps / step_seconds,
+                static_cast<long long>(row.calls / steps), row.op.c_str());
+  }
 }
 
 int run(int argc, char** argv) {
@@ -85,6 +144,7 @@ int run(int argc, char** argv) {
   Recipe recipe = load_recipe(argv[1]);
   const int64_t recipe_tokens_per_step = recipe.tokens_per_step;
   int threads = 0, steps = 5, warmup = 2;
+  bool profile_ops = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--threads") threads = std::stoi(value);
@@ -97,6 +157,7 @@ int run(int argc, char** argv) {
     else if (flag == "--fp8") recipe.fp8 = (value == "true" || value == "1");
     else if (flag == "--graphs") recipe.graphs = (value == "true" || value == "1");
     else if (flag == "--clock") g_cpu_clock = (value == "cpu");
+    else if (flag == "--profile-ops") profile_ops = (value == "true" || value == "1");
     else fail("train_throughput_bench: unknown option ", flag);
   }
   recipe.threads = threads;
@@ -108,7 +169,8 @@ int run(int argc, char** argv) {
   options.matmul_precision = recipe.matmul_precision;
   options.fp8 = recipe.fp8;
   auto backend = create_backend(options);
-  const double peak_before = gemm_peak(*backend, 1536, 4);
+  check(!profile_ops || recipe.backend == "cpu", "train_throughput_bench: --profile-ops times the cpu backend's ops only");
+  GemmProbe probe(*backend, 1536);
 
   GPT model(*backend, recipe.model, DType::f32);  // matmul operands in the backend's dtype (gpt.h)
   model.initialize(recipe.seed);
@@ -127,8 +189,10 @@ int run(int argc, char** argv) {
 
   // The trainer's step (train/train_step.h): forward and backward of every micro-batch and the
   // gradient check with one wait, then the optimizer; graph regions where the backend has them.
-  std::vector<double> step_s, forward_backward_s, optimizer_s, losses;
+  std::vector<double> step_s, forward_backward_s, optimizer_s, losses, gemm_rates, fractions;
+  const double flops_per_step = recipe.model.flops_per_token() * static_cast<double>(recipe.tokens_per_step);
   for (int s = 0; s < warmup + steps; ++s) {
+    if (s == warmup) op_timing::set_enabled(profile_ops);  // the measured steps only
     Timer step;
     const StepMeasurement measured = train_step.forward_backward(fill_batch);
     const double fwd_bwd = step.seconds();
@@ -145,9 +209,15 @@ int run(int argc, char** argv) {
     step_s.push_back(total);
     forward_backward_s.push_back(fwd_bwd);
     optimizer_s.push_back(opt);
+    // the GEMM rate right after the step, outside its timing, so that both see the same machine
+    op_timing::set_enabled(false);
+    gemm_rates.push_back(probe.window(kGemmWindowSeconds));
+    fractions.push_back(flops_per_step / total / gemm_rates.back());
+    op_timing::set_enabled(profile_ops);
   }
-  const double peak_after = gemm_peak(*backend, 1536, 4);
-  const double peak = std::max(peak_before, peak_after);
+  op_timing::set_enabled(false);
+  // The peak is the fastest call (the ceiling, conservatively high); the windows are a diagnostic.
+  const double peak = probe.best_call(), window_rate = median(gemm_rates), window_fraction = median(fractions);
   const double step_median = median(step_s);
   const double tokens_per_second = static_cast<double>(recipe.tokens_per_step) / step_median;
   const double flops_per_second = recipe.model.flops_per_token() * tokens_per_second;
@@ -159,9 +229,13 @@ int run(int argc, char** argv) {
   std::printf("  step %.4f s (median of %d): forward+backward %.4f, optimizer %.4f; %s matmul operands, graphs %s\n",
               step_median, steps, median(forward_backward_s), median(optimizer_s), dtype_name(model.matmul_dtype()),
               train_step.uses_graphs() ? "on" : "off");
-  std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s (%.1f before, %.1f after): %.1f%% of peak\n",
-              tokens_per_second, flops_per_second / 1e9, peak / 1e9, peak_before / 1e9, peak_after / 1e9,
-              100.0 * flops_per_second / peak);
+  std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s: %.1f%% of peak\n", tokens_per_second,
+              flops_per_second / 1e9, peak / 1e9, 100.0 * flops_per_second / peak);
+  std::printf("  GEMM windows (%lld^3 for %.2f s after each step): median %.1f GFLOP/s; each step against its window:",
+              static_cast<long long>(probe.size()), kGemmWindowSeconds, window_rate / 1e9);
+  for (double f : fractions) std::printf(" %.1f%%", 100.0 * f);
+  std::printf(" (median %.1f%%)\n", 100.0 * window_fraction);
+  if (profile_ops) print_op_profile(steps, step_median);
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
          {"matmul_precision", recipe.matmul_precision},
@@ -184,6 +258,8 @@ int run(int argc, char** argv) {
          {"model_flops_per_second", flops_per_second},
          {"gemm_peak_flops", peak},
          {"fraction_of_peak", flops_per_second / peak},
+         {"gemm_window_flops", window_rate},
+         {"fraction_of_window", window_fraction},
          {"device", backend->device_description()}};
   std::printf("json: %s\n", j.dump().c_str());
   return 0;

@@ -29,6 +29,7 @@
 
 #include "backend/cpu/cpu_attention_amx.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/vector_math.h"
 
 namespace ct {
@@ -218,6 +219,7 @@ Buffer f32_copy(Backend& backend, const Tensor& t) {
 
 void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                    const Tensor& v, double scale) {
+  const op_timing::Scope timing("attention_forward");
   const char* op = "attention_forward";
   DType dtype = check_compute_dtype(op, "q", q);
   AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
@@ -251,6 +253,7 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const T
 void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
                                     const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
                                     const Tensor& k, const Tensor& v, double scale) {
+  const op_timing::Scope timing("attention_backward");
   const char* op = "attention_backward";
   DType dtype = check_compute_dtype(op, "q", q);
   AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);

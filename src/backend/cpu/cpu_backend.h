@@ -32,6 +32,9 @@
 // rmsnorm, rope_qknorm, relu2 and the fused cross-entropy read and write bf16 where the model stores
 // it and compute in f32. f32 tensors are accepted everywhere as before.
 //
+// Op timing: with op_timing::set_enabled(true) every public op records its wall-clock time
+// (backend/cpu/op_timing.h; train_throughput_bench --profile-ops 1 prints the table).
+//
 // peak_flops(): measured on first use (a few 1536^3 GEMMs in the matmul precision, ~0.2 s on 2 cores)
 // and cached.
 #include <memory>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/cpu_cross_entropy_fast.h"
 #include "backend/cpu/storage.h"
 #include "backend/cpu/vector_math.h"
@@ -153,6 +154,7 @@ int64_t check_cross_entropy_args(const char* op, const Tensor& logits, const Ten
 
 void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
                                                const Tensor& targets, double softcap) {
+  const op_timing::Scope timing("softcap_cross_entropy_forward");
   const char* op = "softcap_cross_entropy_forward";
   DType dtype = check_float_dtype(op, "logits", logits);
   int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
@@ -179,6 +181,7 @@ void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tenso
 
 void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
                                                 const Tensor& targets, double softcap, double loss_scale) {
+  const op_timing::Scope timing("softcap_cross_entropy_backward");
   const char* op = "softcap_cross_entropy_backward";
   DType dtype = check_float_dtype(op, "logits", logits);
   check_same_dtype(op, "dlogits_out", dlogits_out, "logits", logits);
@@ -201,6 +204,7 @@ void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const
 
 void CpuBackend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
                                              const Tensor& targets, double softcap, double loss_scale) {
+  const op_timing::Scope timing("softcap_cross_entropy_fused");
   const char* op = "softcap_cross_entropy_fused";
   DType dtype = check_float_dtype(op, "logits", logits);
   check_storage_dtype(op, "dlogits_out", dlogits_out, dtype);

@@ -7,6 +7,7 @@
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 
 namespace ct {
 
@@ -63,6 +64,7 @@ double reduce_kernel(const T* x, int64_t n) {
 }  // namespace
 
 void CpuBackend::fill(const Tensor& x, double value) {
+  const op_timing::Scope timing("fill");
   check_not_empty("fill", "x", x);
   int64_t n = x.numel();
   switch (x.dtype) {
@@ -78,6 +80,7 @@ void CpuBackend::fill(const Tensor& x, double value) {
 }
 
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+  const op_timing::Scope timing("copy");
   check_not_empty("copy", "dst", dst);
   check_not_empty("copy", "src", src);
   check_numel("copy", "dst", dst, src.numel());
@@ -85,6 +88,7 @@ void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
 }
 
 void CpuBackend::axpby(const Tensor& y, double alpha, const Tensor& x, double beta) {
+  const op_timing::Scope timing("axpby");
   DType dtype = check_float_dtype("axpby", "y", y);
   check_same_dtype("axpby", "x", x, "y", y);
   check_numel("axpby", "x", x, y.numel());
@@ -95,6 +99,7 @@ void CpuBackend::axpby(const Tensor& y, double alpha, const Tensor& x, double be
 }
 
 void CpuBackend::scale(const Tensor& x, double factor) {
+  const op_timing::Scope timing("scale");
   DType dtype = check_float_dtype("scale", "x", x);
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -103,6 +108,7 @@ void CpuBackend::scale(const Tensor& x, double factor) {
 }
 
 double CpuBackend::sum(const Tensor& x) {
+  const op_timing::Scope timing("sum");
   DType dtype = check_float_dtype("sum", "x", x);
   double result = 0.0;
   dispatch_float(dtype, [&](auto zero) {
@@ -113,6 +119,7 @@ double CpuBackend::sum(const Tensor& x) {
 }
 
 double CpuBackend::sum_squares(const Tensor& x) {
+  const op_timing::Scope timing("sum_squares");
   DType dtype = check_float_dtype("sum_squares", "x", x);
   double result = 0.0;
   dispatch_float(dtype, [&](auto zero) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 
 namespace ct {
 
@@ -38,6 +39,7 @@ void embedding_backward_kernel(T* dtable, const T* dout, const int32_t* tokens, 
 }  // namespace
 
 void CpuBackend::embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
+  const op_timing::Scope timing("embedding_forward");
   const char* op = "embedding_forward";
   DType dtype = check_float_dtype(op, "table", table);
   check_same_dtype(op, "out", out, "table", table);
@@ -52,6 +54,7 @@ void CpuBackend::embedding_forward(const Tensor& out, const Tensor& tokens, cons
 }
 
 void CpuBackend::embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
+  const op_timing::Scope timing("embedding_backward");
   const char* op = "embedding_backward";
   DType dtype = check_float_dtype(op, "dtable_acc", dtable_acc);
   check_same_dtype(op, "dout", dout, "dtable_acc", dtable_acc);

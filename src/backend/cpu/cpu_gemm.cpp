@@ -1,9 +1,20 @@
 // gemm: c = alpha op(a) op(b) + beta c, through the GEMM library (gemm_library.h) in f32 or f64, or
 // through oneDNN's bf16 matmul (onednn_matmul.h) when a and b are bf16 (c f32, or bf16 with beta 0).
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
 
 namespace ct {
+
+namespace {
+
+// "gemm bf16 [M x N x K] NT": the op_timing key of one product's shape (op(a) is [M, K]).
+std::string gemm_timing_key(DType dtype, int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b) {
+  return str("gemm ", dtype_name(dtype), " [", m, " x ", n, " x ", k, "] ", transpose_a ? "T" : "N",
+             transpose_b ? "T" : "N");
+}
+
+}  // namespace
 
 void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
                       double alpha, double beta) {
@@ -34,6 +45,8 @@ void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool tr
         transpose_b ? " transposed" : "", ")");
   check_shape(op, "c", c, Shape{m, n});
   check(c.data != a.data && c.data != b.data, op, ": c must not alias a or b");
+  // after the checks, which the key's shape relies on
+  const op_timing::Scope timing("gemm", [&] { return gemm_timing_key(a.dtype, m, n, k, transpose_a, transpose_b); });
   if (m == 0 || n == 0) return;
   int64_t lda = a.shape[1], ldb = b.shape[1], ldc = c.shape[1];
   if (bf16_operands) {

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
 
 namespace ct {
@@ -89,6 +90,7 @@ void newton_schulz_bf16(std::vector<float>& x, int64_t m, int64_t n, int steps, 
 }  // namespace
 
 void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
+  const op_timing::Scope timing("newton_schulz");
   const char* op = "newton_schulz";
   DType dtype = check_float_dtype(op, "g", g);
   check_same_dtype(op, "x_out", x_out, "g", g);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 
 namespace ct {
 
@@ -42,6 +43,7 @@ void muon_momentum_kernel(T* u, T* buf, const T* grad, int64_t n, T mu) {
 
 void CpuBackend::adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
                               double beta1, double beta2, double eps, double weight_decay, int64_t step) {
+  const op_timing::Scope timing("adamw_update");
   const char* op = "adamw_update";
   DType dtype = check_float_dtype(op, "param", param);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"grad", grad}, {"m", m}, {"v", v}}) {
@@ -62,6 +64,7 @@ void CpuBackend::adamw_update(const Tensor& param, const Tensor& grad, const Ten
 }
 
 void CpuBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
+  const op_timing::Scope timing("muon_momentum");
   const char* op = "muon_momentum";
   DType dtype = check_float_dtype(op, "grad", grad);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"u_out", u_out}, {"buf", buf}}) {

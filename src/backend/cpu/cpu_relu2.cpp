@@ -4,6 +4,7 @@
 // On the f32 path each of x, y, dy, dx may be stored in f32 or bf16 (the model keeps the MLP's
 // pre-activation, activation and its gradient in bf16 when its matmuls run in bf16).
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -33,6 +34,7 @@ void relu2_backward_kernel(SDX* dx, const SDY* dy, const SX* x, int64_t n) {
 }  // namespace
 
 void CpuBackend::relu2_forward(const Tensor& y, const Tensor& x) {
+  const op_timing::Scope timing("relu2_forward");
   const char* op = "relu2_forward";
   DType dtype = check_compute_dtype(op, "x", x);
   check_storage_dtype(op, "y", y, dtype);
@@ -49,6 +51,7 @@ void CpuBackend::relu2_forward(const Tensor& y, const Tensor& x) {
 }
 
 void CpuBackend::relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
+  const op_timing::Scope timing("relu2_backward");
   const char* op = "relu2_backward";
   DType dtype = check_compute_dtype(op, "x", x);
   check_storage_dtype(op, "dy", dy, dtype);

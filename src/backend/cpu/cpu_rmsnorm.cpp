@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -52,6 +53,7 @@ void rmsnorm_backward_kernel(T* dx, const SD* dy, const SY* y, const T* rstd, in
 }  // namespace
 
 void CpuBackend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
+  const op_timing::Scope timing("rmsnorm_forward");
   const char* op = "rmsnorm_forward";
   DType dtype = check_compute_dtype(op, "x", x);
   check_storage_dtype(op, "y", y, dtype);
@@ -76,6 +78,7 @@ void CpuBackend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tens
 }
 
 void CpuBackend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
+  const op_timing::Scope timing("rmsnorm_backward");
   const char* op = "rmsnorm_backward";
   DType dtype = check_compute_dtype(op, "y", y);
   check_storage_dtype(op, "dy", dy, dtype);

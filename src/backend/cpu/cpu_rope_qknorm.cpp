@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -116,6 +117,7 @@ RopeShape check_rope_args(const char* op, const Tensor& x, const Tensor& rstd, c
 
 void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
                                      const Tensor& sin, int64_t pos_offset, double eps) {
+  const op_timing::Scope timing("rope_qknorm_forward");
   const char* op = "rope_qknorm_forward";
   DType dtype = check_compute_dtype(op, "x", x);
   check_storage_dtype(op, "y", y, dtype);
@@ -143,6 +145,7 @@ void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const 
 
 void CpuBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
                                       const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
+  const op_timing::Scope timing("rope_qknorm_backward");
   const char* op = "rope_qknorm_backward";
   DType dtype = check_compute_dtype(op, "y", y);
   check_storage_dtype(op, "dy", dy, dtype);
