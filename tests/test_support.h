@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "util/error.h"
+
 // Defaults when the environment does not say (tests/CMakeLists.txt compiles the real ones in).
 #ifndef CLOCKTRAIN_TEST_DATA
 #define CLOCKTRAIN_TEST_DATA "../shared/data"
@@ -41,6 +43,17 @@ inline bool python_has(const std::string& modules) {
   std::string list;
   for (char c : modules) list += (c == ' ' ? ',' : c);
   return std::system((python() + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The message of the ct::Error that fn() throws, or "" when it throws none.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // A fresh scratch folder per test, removed afterwards.

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/fp8.h"
 #include "backend/cuda/graph_recorder.h"
+#include "test_support.h"
 #include "util/error.h"
 
 namespace ct::cuda {
@@ -143,15 +144,7 @@ Tensor fake(Shape shape, DType dtype, uintptr_t address = 0x10000) {
   return t;
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ct::test::error_of;
 
 TEST(CudaChecks, GemmShapesAndDtypes) {
   const GemmShape s = check_gemm(fake({4, 3}, DType::bf16, 0x1000), fake({5, 3}, DType::bf16, 0x2000),

@@ -50,15 +50,7 @@ Batch next(TokenLoader& loader) {
   return b;
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Loader, RowsAreShiftedWindowsOfOneShard) {
   TempDir dir;

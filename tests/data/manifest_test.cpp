@@ -25,15 +25,7 @@ Manifest sample_manifest() {
   return m;
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Manifest, RoundTripThroughAFile) {
   TempDir dir;

@@ -20,15 +20,7 @@ std::vector<Document> read_all(const std::vector<fs::path>& files) {
 }
 
 // The error message of `fn`, or "" when it did not throw ct::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 const std::vector<std::pair<std::string, std::string>> kDocs = {
     {"a", "First document.\nWith two lines."},

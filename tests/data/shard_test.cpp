@@ -14,15 +14,7 @@ namespace {
 
 using test::TempDir;
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 int32_t header_int(const std::string& bytes, size_t index) {
   int32_t v;

@@ -6,6 +6,7 @@
 
 #include "lab/ledger_schema.h"
 #include "lab_fixtures.h"
+#include "test_support.h"
 
 namespace ct::lab {
 namespace {
@@ -24,14 +25,7 @@ NewExperiment sample_experiment() {
   return e;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ct::test::error_of;
 
 // Climbs cpu-check -> probe -> smoke for experiment `id` so that full runs may be recorded.
 void climb_to_full(Ledger& ledger, int64_t id, const fs::path& scratch) {
@@ -322,7 +316,7 @@ TEST(Ledger, GarbageTruncatedAndForeignFilesAreRefused) {
       Ledger ledger(cut, false);
       ledger.runs();
     });
-    EXPECT_NE(error, "no error") << "truncated to " << keep << " bytes was accepted";
+    EXPECT_NE(error, "") << "truncated to " << keep << " bytes was accepted";
     EXPECT_NE(error.find(cut.filename().string()), std::string::npos) << error;
     EXPECT_EQ(read_file(cut), bytes.substr(0, keep)) << "a damaged ledger was modified";
   }

@@ -13,14 +13,7 @@
 namespace ct {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // A file with the given header text and data bytes.
 void write_raw(const fs::path& path, const std::string& header, size_t data_bytes) {
