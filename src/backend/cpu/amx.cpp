@@ -11,9 +11,13 @@ namespace ct {
 
 namespace {
 
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+// arch_prctl codes and the XSAVE feature number of AMX's tile data (Linux's asm/prctl.h, which
+// older headers lack); only a build with AMX compiled in asks for the permission.
 constexpr int kArchGetXcompPerm = 0x1022;
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
+#endif
 
 struct AmxState {
   bool usable = false;
