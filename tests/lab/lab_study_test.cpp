@@ -1,17 +1,31 @@
 // scripts/lab_study.sh end to end, with the real `clocktrain lab` and a fake `clocktrain run` whose
 // val_bpb follows 3 - 0.2 ln(steps) (steps = budget / 3), so that the study's commands, the ledger
 // they fill and the fit they print can be checked before the real harness exists.
+#include <regex>
+#include <set>
+
 #include "lab/ledger.h"
 #include "lab_fixtures.h"
+#include "util/files.h"
 
 namespace ct::lab {
 namespace {
 
 // The script reads its settings from the environment: a study running in the same shell (e.g. one
-// whose cpu-check is this test suite) must not leak its settings into these tests.
+// whose cpu-check is this test suite) must not leak its settings into these tests. The settings are
+// read from the script itself (every ${NAME:-...} and ${NAME:+...}), so a new one is cleared too.
 std::string clean_script_environment() {
-  return "env -u LEDGER -u REPORT -u RECIPE -u RECIPE_FILE -u SEEDS -u ELASTICITY_SEEDS -u NOISE_BUDGET "
-         "-u ELASTICITY_BUDGETS -u PROBE_BUDGET -u SMOKE_BUDGET -u CPU_CHECK -u RUN_BINARY -u DRY_RUN -u DATA ";
+  const std::string script = read_file(ct::test::source_dir() / "scripts" / "lab_study.sh");
+  static const std::regex setting(R"(\$\{([A-Z_][A-Z0-9_]*):[-+])");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(script.begin(), script.end(), setting); it != std::sregex_iterator(); ++it)
+    names.insert((*it)[1].str());
+  for (const char* expected : {"LEDGER", "SEEDS", "CPU_CHECK", "DRY_RUN", "DATA"})
+    EXPECT_EQ(names.count(expected), 1u) << "scripts/lab_study.sh no longer reads " << expected << " as ${" << expected
+                                         << ":-...}: update this test";
+  std::string command = "env";
+  for (const std::string& name : names) command += " -u " + name;
+  return command + " ";
 }
 
 TEST(LabStudy, ScriptRunsTheWholeStudyAgainstAFakeRun) {
