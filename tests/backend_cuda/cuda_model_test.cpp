@@ -13,17 +13,7 @@ namespace ct::test {
 namespace {
 
 // head_dim 64 (the flash kernels' size in bf16), grouped-query heads, an MLP-only layer, vocab padding.
-ModelConfig small_config() {
-  ModelConfig c;
-  c.vocab_size = 300;
-  c.sequence_len = 64;
-  c.n_layer = 3;
-  c.n_embd = 128;
-  c.n_head = 2;
-  c.n_kv_head = 1;
-  c.attention_layers = {true, false, true};
-  return c;
-}
+ModelConfig small_config() { return three_layer_config(300, 64, 128, 2, 1); }
 
 std::vector<Values> gradients(GPT& model) {
   std::vector<Values> out;

@@ -1,7 +1,8 @@
 #pragma once
 // Device-test helpers: CUDA backends (skipped when no GPU is present), the CPU backend as the
-// reference, and tensors that hold the same values on both. Inputs are drawn fresh (seeded) for
-// every check; outputs are poisoned (NaN) before each run so that an unwritten element fails.
+// reference (backend_test_support.h's cpu()), and tensors that hold the same values on both. Inputs
+// are drawn fresh (seeded) for every check; outputs are poisoned (NaN) before each run so that an
+// unwritten element fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,11 +14,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_test_support.h"  // cpu(), Values, random_values, expect_error
 #include "util/error.h"
 
 namespace ct::test {
-
-using Values = std::vector<double>;
 
 struct CudaFlavour {
   std::string matmul_precision = "f32";
@@ -61,23 +61,6 @@ inline Backend* cuda(const CudaFlavour& flavour = {}) {
   do {                                                                                           \
     if (!::ct::test::cuda()) GTEST_SKIP() << "no CUDA device: " << ::ct::test::cuda_skip_reason(); \
   } while (0)
-
-inline Backend& cpu() {
-  static std::unique_ptr<Backend> backend = [] {
-    BackendOptions options;
-    options.name = "cpu";
-    return create_backend(options);
-  }();
-  return *backend;
-}
-
-inline Values random_values(size_t count, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  Values values(count);
-  for (double& v : values) v = normal(rng);
-  return values;
-}
 
 // Values rounded to bf16 (so that both backends start from the same numbers in bf16 tests).
 inline Values round_to_bf16(const Values& values) {
@@ -154,17 +137,5 @@ inline double max_relative_error(const Values& a, const Values& b) {
 
 // Tolerances of the issue: f32 paths within 1e-4, bf16 storage/compute within 1e-2.
 inline double tolerance_for(DType dtype) { return dtype == DType::bf16 ? 1e-2 : 1e-4; }
-
-template <typename Fn>
-void expect_error(Fn&& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a ct::Error mentioning " << fragments.front();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& fragment : fragments)
-      EXPECT_NE(message.find(fragment), std::string::npos) << "message: " << message << "\nmissing: " << fragment;
-  }
-}
 
 }  // namespace ct::test

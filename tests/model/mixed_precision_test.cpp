@@ -14,25 +14,9 @@ namespace {
 
 // head_dim 32 (the AMX attention kernels take it), grouped-query heads, rows of 80 positions (two
 // attention blocks, the second partial) and an MLP-only layer.
-ModelConfig bf16_config() {
-  ModelConfig c;
-  c.vocab_size = 300;
-  c.sequence_len = 80;
-  c.n_layer = 3;
-  c.n_embd = 64;
-  c.n_head = 2;
-  c.n_kv_head = 1;
-  c.attention_layers = {true, false, true};
-  return c;
-}
+ModelConfig bf16_config() { return test::three_layer_config(300, 80, 64, 2, 1); }
 
-std::unique_ptr<Backend> backend_with(const std::string& precision) {
-  BackendOptions o;
-  o.name = "cpu";
-  o.threads = 2;
-  o.matmul_precision = precision;
-  return make_cpu_backend(o);
-}
+std::unique_ptr<Backend> backend_with(const std::string& precision) { return test::cpu_backend(2, precision); }
 
 struct Pass {
   double loss = 0;

@@ -2,6 +2,7 @@
 // Small shapes and helpers shared by the model, optim and train tests.
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -12,24 +13,30 @@
 
 namespace ct::test {
 
-// A shape that exercises every path: vocab padding (200 -> 256), grouped-query attention (4 query
-// heads over 2 key-value heads), and an MLP-only layer between two attention layers.
-inline ModelConfig tiny_config() {
+// Three layers, the middle one MLP-only, at the given sizes: the layout of every test model here.
+inline ModelConfig three_layer_config(int64_t vocab_size, int64_t sequence_len, int64_t n_embd, int64_t n_head,
+                                      int64_t n_kv_head) {
   ModelConfig c;
-  c.vocab_size = 200;
-  c.sequence_len = 16;
+  c.vocab_size = vocab_size;
+  c.sequence_len = sequence_len;
   c.n_layer = 3;
-  c.n_embd = 32;
-  c.n_head = 4;
-  c.n_kv_head = 2;
+  c.n_embd = n_embd;
+  c.n_head = n_head;
+  c.n_kv_head = n_kv_head;
   c.attention_layers = {true, false, true};
   return c;
 }
 
-inline std::unique_ptr<Backend> cpu_backend(int threads = 2) {
+// A shape that exercises every path: vocab padding (200 -> 256), grouped-query attention (4 query
+// heads over 2 key-value heads), and an MLP-only layer between two attention layers.
+inline ModelConfig tiny_config() { return three_layer_config(200, 16, 32, 4, 2); }
+
+// matmul_precision "f32" (the reference) or "bf16".
+inline std::unique_ptr<Backend> cpu_backend(int threads = 2, const std::string& matmul_precision = "f32") {
   BackendOptions o;
   o.name = "cpu";
   o.threads = threads;
+  o.matmul_precision = matmul_precision;
   return make_cpu_backend(o);
 }
 
