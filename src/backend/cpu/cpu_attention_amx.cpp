@@ -29,6 +29,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/simd_math.h"
+#include "backend/cpu/transpose.h"
 #include "util/error.h"
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(CLOCKTRAIN_SIMD_AVX512)
@@ -128,21 +129,6 @@ void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int
     for (int64_t c = 0; c < cols; ++c)
       o[c] = (x0 ? uint32_t{x0[c]} : 0u) | (x1 ? uint32_t{x1[c]} << 16 : 0u);
   }
-}
-
-// dst[c * dst_stride + r] = load(r, c) for r < rows, c < cols, in 32 x 32 blocks. A plain loop over
-// the rows writes each row of dst once per source row, at a stride of a power-of-two kilobytes, so
-// that all its cache lines fall into a few L1 sets and evict one another (that made these packings
-// half of the backward kernel's time); a block keeps 32 lines of each side in use at a time.
-template <typename T, typename Load>
-void transpose_blocked(int64_t rows, int64_t cols, T* dst, int64_t dst_stride, Load load) {
-  constexpr int64_t kBlock = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) dst[c * dst_stride + r] = load(r, c);
-    }
 }
 
 // VNNI of X^T as the B operand of a product over X's columns: out[p][r] = (x[r][2p], x[r][2p+1]),

@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
+#include "backend/cpu/transpose.h"
 
 namespace ct {
 
@@ -35,9 +36,7 @@ Tensor host_view(std::vector<T>& storage, int64_t rows, int64_t cols) {
 
 template <typename T>
 void transpose_into(T* dst, const T* src, int64_t rows, int64_t cols) {  // dst[c, r] = src[r, c]
-#pragma omp parallel for schedule(static) if (rows * cols > kMinParallelElements)
-  for (int64_t c = 0; c < cols; ++c)
-    for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * cols + c];
+  transpose_blocked(rows, cols, dst, rows, [&](int64_t r, int64_t c) { return src[r * cols + c]; });
 }
 
 // x[m, n] (normalised) is replaced by `steps` iterations with the backend's gemm in T.
@@ -58,32 +57,44 @@ void newton_schulz_exact(Backend& backend, std::vector<T>& x, int64_t m, int64_t
   if (x_view.data != x.data()) x.swap(x_next);  // an odd number of steps left the result in x_next
 }
 
+// The bf16 iteration's work arrays, kept between calls (one optimizer step makes dozens of calls on
+// a few shapes; fresh arrays cost their page faults and zeroing every time).
+struct Bf16Scratch {
+  std::vector<float> gram, poly, product;
+  std::vector<uint16_t> x16, gram16, poly16;
+  void size_for(int64_t m, int64_t n) {
+    for (std::vector<float>* v : {&gram, &poly}) v->resize(static_cast<size_t>(m * m));
+    product.resize(static_cast<size_t>(m * n));
+    x16.resize(static_cast<size_t>(m * n));
+    for (std::vector<uint16_t>* v : {&gram16, &poly16}) v->resize(static_cast<size_t>(m * m));
+  }
+};
+
 // x[m, n] (f32, normalised) is replaced by `steps` iterations with bf16 products.
-void newton_schulz_bf16(std::vector<float>& x, int64_t m, int64_t n, int steps, float a, float b, float c) {
-  std::vector<float> gram(static_cast<size_t>(m * m)), poly(gram.size()), product(x.size());
-  std::vector<uint16_t> x_bf16(x.size()), gram_bf16(gram.size()), poly_bf16(gram.size());
+void newton_schulz_bf16(float* x, int64_t m, int64_t n, int steps, float a, float b, float c) {
+  static thread_local Bf16Scratch scratch;
+  scratch.size_for(m, n);
+  float *gram = scratch.gram.data(), *poly = scratch.poly.data(), *product = scratch.product.data();
+  uint16_t *x16 = scratch.x16.data(), *gram16 = scratch.gram16.data(), *poly16 = scratch.poly16.data();
   const char* op = "newton_schulz";
-  auto round_to_bf16 = [&](std::vector<uint16_t>& dst, const std::vector<float>& src) {
-    convert_elements(op, dst.data(), DType::bf16, src.data(), DType::f32, static_cast<int64_t>(src.size()));
+  auto round_to_bf16 = [&](uint16_t* dst, const float* src, int64_t count) {
+    convert_elements(op, dst, DType::bf16, src, DType::f32, count);
   };
+  const int64_t mm = m * m, mn = m * n;
   for (int step = 0; step < steps; ++step) {
-    round_to_bf16(x_bf16, x);
+    round_to_bf16(x16, x, mn);
     // A = X X^T
-    bf16_gemm_row_major(false, true, m, m, n, 1.0f, x_bf16.data(), n, x_bf16.data(), n, 0.0f, gram.data(), false, m);
-    round_to_bf16(gram_bf16, gram);
+    bf16_gemm_row_major(false, true, m, m, n, 1.0f, x16, n, x16, n, 0.0f, gram, false, m);
+    round_to_bf16(gram16, gram, mm);
     // B = c A A + b A
-    bf16_gemm_row_major(false, false, m, m, m, 1.0f, gram_bf16.data(), m, gram_bf16.data(), m, 0.0f, poly.data(),
-                        false, m);
-    const int64_t mm = m * m;
+    bf16_gemm_row_major(false, false, m, m, m, 1.0f, gram16, m, gram16, m, 0.0f, poly, false, m);
 #pragma omp parallel for schedule(static) if (mm > kMinParallelElements)
-    for (int64_t i = 0; i < mm; ++i) poly[static_cast<size_t>(i)] = c * poly[static_cast<size_t>(i)] + b * gram[static_cast<size_t>(i)];
-    round_to_bf16(poly_bf16, poly);
+    for (int64_t i = 0; i < mm; ++i) poly[i] = c * poly[i] + b * gram[i];
+    round_to_bf16(poly16, poly, mm);
     // X = B X + a X
-    bf16_gemm_row_major(false, false, m, n, m, 1.0f, poly_bf16.data(), m, x_bf16.data(), n, 0.0f, product.data(),
-                        false, n);
-    const int64_t mn = m * n;
+    bf16_gemm_row_major(false, false, m, n, m, 1.0f, poly16, m, x16, n, 0.0f, product, false, n);
 #pragma omp parallel for schedule(static) if (mn > kMinParallelElements)
-    for (int64_t i = 0; i < mn; ++i) x[static_cast<size_t>(i)] = product[static_cast<size_t>(i)] + a * x[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < mn; ++i) x[i] = product[i] + a * x[i];
   }
 }
 
@@ -112,7 +123,7 @@ void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, 
     }
     scale(host_view(x, m, n), 1.0 / (norm + 1e-7));
     if constexpr (std::is_same_v<T, float>) {
-      if (matmul_bf16_) newton_schulz_bf16(x, m, n, steps, static_cast<float>(a), static_cast<float>(b),
+      if (matmul_bf16_) newton_schulz_bf16(x.data(), m, n, steps, static_cast<float>(a), static_cast<float>(b),
                                            static_cast<float>(c));
       else newton_schulz_exact(*this, x, m, n, steps, a, b, c);
     } else {
