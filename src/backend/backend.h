@@ -116,7 +116,9 @@ class Backend {
   // Forward and backward of the softcapped cross-entropy in one pass over the logits (a training
   // step needs both): losses as softcap_cross_entropy_forward gives them, and dlogits_out as
   // softcap_cross_entropy_backward gives it for loss_scale. dlogits_out may alias logits (same
-  // dtype); with matmul_operand_dtype() bf16 it may be bf16. The default calls the two ops.
+  // dtype); with matmul_operand_dtype() bf16 it may be bf16, and so may the logits (the CPU backend
+  // takes bf16 logits here: a training step then writes dlogits over them). The default calls the
+  // two ops.
   virtual void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
                                            const Tensor& targets, double softcap, double loss_scale) {
     softcap_cross_entropy_forward(losses, Tensor{}, logits, targets, softcap);

@@ -14,10 +14,14 @@ Tensor view(const Buffer& buffer, Shape shape) {
   return v;
 }
 
-void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, int64_t positions,
-                         bool per_layer, bool backward) {
+void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, DType logits_type,
+                         int64_t positions, bool per_layer, bool backward) {
   const size_t wanted_layers = per_layer ? static_cast<size_t>(config.n_layer) : 1;
-  if (positions <= capacity && layers.size() == wanted_layers && with_backward == backward && mm_dtype == mm) return;
+  if (positions <= capacity && layers.size() == wanted_layers && with_backward == backward && mm_dtype == mm &&
+      logits_dtype == logits_type)
+    return;
+  check(logits_type == dtype || logits_type == mm, "Activations: logits must be in ", dtype_name(dtype), " or ",
+        dtype_name(mm), ", got ", dtype_name(logits_type));
   *this = Activations{};
   const int64_t N = positions, C = config.n_embd, F = config.mlp_hidden(), V = config.vocab_size;
   const int64_t q_width = config.n_head * config.head_dim(), kv_width = config.n_kv_head * config.head_dim();
@@ -52,7 +56,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
   }
   xf = alloc({N, C}, mm);
   rstd_f = alloc({N}, dtype);
-  logits = alloc({N, V}, dtype);
+  logits = alloc({N, V}, logits_type);
   losses = alloc({N}, dtype);
   if (!backward) argmax = alloc({N}, DType::i32);
   if (any_attention) {
@@ -69,7 +73,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
       dv = alloc({N, kv_width}, mm);
     }
     if (mm != dtype) {
-      dlogits_mm = alloc({N, V}, mm);
+      if (logits_type != mm) dlogits_mm = alloc({N, V}, mm);
       d_resid_mm = alloc({N, C}, mm);
       if (any_attention) {
         d_att_mm = alloc({N, q_width}, mm);
@@ -81,6 +85,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
   capacity = N;
   with_backward = backward;
   mm_dtype = mm;
+  logits_dtype = logits_type;
 }
 
 }  // namespace ct

@@ -32,6 +32,7 @@ struct Activations {
   int64_t capacity = 0;  // token positions
   bool with_backward = false;
   DType mm_dtype = DType::f32;
+  DType logits_dtype = DType::f32;
 
   Buffer tokens, targets;   // i32 [N]
   Buffer embedded;          // wte[tokens] [N, C]; backward reuses it for d(embedded)
@@ -39,7 +40,7 @@ struct Activations {
   Buffer resid;             // the residual stream [N, C], updated in place layer by layer
   std::vector<LayerActivations> layers;  // n_layer entries for training, 1 for evaluation
   Buffer xf, rstd_f;        // [mm] final rmsnorm [N, C], [N]
-  Buffer logits;            // [N, V]; with mm == dtype training turns it into d logits in place
+  Buffer logits;            // [N, V] in logits_dtype; when that is mm, training turns it into d logits in place
   Buffer losses;            // [N]
   Buffer argmax;            // i32 [N] (evaluation only)
   Buffer q_raw, k_raw;      // x Wq^T, x Wk^T before rope: scratch shared by every layer
@@ -49,7 +50,7 @@ struct Activations {
   Buffer d_hidden;          // [mm] [N, F]: d of the MLP's activation
   Buffer dq, dk, dv;        // [N, H*D], [N, Hkv*D], [mm] [N, Hkv*D]
   // [mm-only] backward scratch: gradients that feed matmuls, rounded where they are produced
-  Buffer dlogits_mm;        // [N, V] d logits (else: logits, in place)
+  Buffer dlogits_mm;        // [N, V] d logits, when the logits are not in mm (else: logits, in place)
   Buffer d_resid_mm;        // [N, C] a rounded copy of d_resid for a branch's first matmuls
   Buffer d_att_mm;          // [N, H*D] d of the merged attention output (else: d_width)
   Buffer dq_raw_mm, dk_raw_mm;  // d of x Wq^T, x Wk^T (else: q_raw, k_raw, free by then)
@@ -62,8 +63,9 @@ struct Activations {
 
   // (Re)allocates for at least `positions` token positions when the capacity is smaller.
   // per_layer: one LayerActivations per layer (training) or a single shared one (evaluation).
-  void ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, int64_t positions, bool per_layer,
-              bool backward);
+  // logits: dtype, or mm (a training step whose fused cross-entropy writes d logits over them).
+  void ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, DType logits, int64_t positions,
+              bool per_layer, bool backward);
 };
 
 // The first shape.numel() elements of a buffer, seen with `shape` (checked against the capacity).

@@ -177,7 +177,12 @@ Activations& GPT::forward_to_logits(std::unique_ptr<Activations>& slot, bool tra
   const int64_t N = B * T, V = config_.vocab_size, C = config_.n_embd;
   if (!slot) slot = std::make_unique<Activations>();
   Activations& acts = *slot;
-  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/training, /*backward=*/training);
+  // A training step whose cross-entropy is fused keeps the logits in the matmul dtype (as nanochat's
+  // bf16 autocast produces them) and writes their gradient over them: half the memory traffic of f32
+  // logits. Evaluation and the unfused path keep f32 logits.
+  const DType logits_dtype = training && fused_loss_gradient_ ? matmul_dtype_ : dtype_;
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, logits_dtype, N, /*per_layer=*/training,
+              /*backward=*/training);
   ensure_compute_weights();
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);

@@ -48,7 +48,7 @@ void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCa
   const int64_t kv_width = Hkv * D, V = config_.vocab_size;
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
-  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, N, /*per_layer=*/false, /*backward=*/false);
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, dtype_, N, /*per_layer=*/false, /*backward=*/false);
   ensure_compute_weights();
   ensure_rope_tables(Tk);
   Backend& be = *backend_;

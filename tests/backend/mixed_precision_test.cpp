@@ -136,7 +136,7 @@ FusedRun run_fused(DType logits_dtype, DType dlogits_dtype, const Values& logits
                    int64_t vocab, double cap, double loss_scale, bool in_place) {
   const int64_t rows = static_cast<int64_t>(targets.size());
   Buffer lb = make_buffer(Shape{rows, vocab}, logits_dtype, logits), tb = make_tokens(Shape{rows}, targets);
-  Buffer losses(cpu(), Shape{rows}, logits_dtype);
+  Buffer losses(cpu(), Shape{rows}, logits_dtype == DType::f64 ? DType::f64 : DType::f32);
   if (in_place) {
     cpu().softcap_cross_entropy_fused(losses, lb, lb, tb, cap, loss_scale);
     return {read(losses), read(lb)};
@@ -173,6 +173,24 @@ TEST(FusedCrossEntropy, MatchesTheSeparateOpsInF64AndF32) {
       EXPECT_LT(relative_error(bf16.dlogits, want_d), kBf16Epsilon);
       for (int64_t j = 0; j < vocab; ++j) EXPECT_EQ(bf16.dlogits[static_cast<size_t>(vocab + j)], 0.0);  // ignored row
       EXPECT_EQ(bf16.losses[1], 0.0);
+    }
+}
+
+TEST(FusedCrossEntropy, Bf16LogitsGiveTheBitsOfTheSameValuesInF32) {
+  // A bf16 logit widens to f32 exactly, so bf16 logits must give exactly what the same values give
+  // in f32: on the fast path (cap 15) and the portable one (cap 0), with dlogits written apart or
+  // over the logits (the training step's layout).
+  const std::vector<int32_t> targets = {3, -1, 0, 200, 77, 150, -2, 9};
+  for (int64_t vocab : {int64_t{201}, int64_t{256}})
+    for (double cap : {15.0, 0.0}) {
+      SCOPED_TRACE(testing::Message() << "vocab " << vocab << " cap " << cap);
+      const Values logits = rounded_to_bf16(random_values(targets.size() * static_cast<size_t>(vocab), 22, 10.0));
+      const FusedRun want = run_fused(DType::f32, DType::bf16, logits, targets, vocab, cap, 0.125, false);
+      for (bool in_place : {false, true}) {
+        const FusedRun got = run_fused(DType::bf16, DType::bf16, logits, targets, vocab, cap, 0.125, in_place);
+        EXPECT_EQ(got.losses, want.losses) << "in place " << in_place;
+        EXPECT_EQ(got.dlogits, want.dlogits) << "in place " << in_place;
+      }
     }
 }
 

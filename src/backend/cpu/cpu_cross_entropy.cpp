@@ -14,9 +14,10 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/cpu_cross_entropy_fast.h"
+#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 #include "backend/cpu/vector_math.h"
 
@@ -167,7 +168,8 @@ void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tenso
   }
   if (dtype == DType::f32 && use_fast_path(softcap)) {
     fast_softcap_cross_entropy(losses.as<float>(), argmax.empty() ? nullptr : argmax.as<int32_t>(), nullptr, false,
-                               logits.as<float>(), targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap), 1.0f);
+                               logits.data, false, targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
+                               1.0f);
     return;
   }
   dispatch_float(dtype, [&](auto zero) {
@@ -190,7 +192,7 @@ void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
   if (dtype == DType::f32 && use_fast_path(softcap)) {
     std::vector<float> unused_losses(static_cast<size_t>(rows));
-    fast_softcap_cross_entropy(unused_losses.data(), nullptr, dlogits_out.data, false, logits.as<float>(),
+    fast_softcap_cross_entropy(unused_losses.data(), nullptr, dlogits_out.data, false, logits.data, false,
                                targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
                                static_cast<float>(loss_scale));
     return;
@@ -206,7 +208,7 @@ void CpuBackend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor&
                                              const Tensor& targets, double softcap, double loss_scale) {
   const op_timing::Scope timing("softcap_cross_entropy_fused");
   const char* op = "softcap_cross_entropy_fused";
-  DType dtype = check_float_dtype(op, "logits", logits);
+  DType dtype = check_compute_dtype(op, "logits", logits);  // f32 for f32 or bf16 logits
   check_storage_dtype(op, "dlogits_out", dlogits_out, dtype);
   check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
   check(dlogits_out.data != logits.data || dlogits_out.dtype == logits.dtype, op,
@@ -222,14 +224,22 @@ void CpuBackend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor&
     loss_values.store();
     return;
   }
+  const bool bf16_logits = logits.dtype == DType::bf16;
   if (use_fast_path(softcap)) {
     fast_softcap_cross_entropy(losses.as<float>(), nullptr, dlogits_out.data, dlogits_out.dtype == DType::bf16,
-                               logits.as<float>(), targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
-                               static_cast<float>(loss_scale));
+                               logits.data, bf16_logits, targets.as<int32_t>(), rows, vocab,
+                               static_cast<float>(softcap), static_cast<float>(loss_scale));
     return;
   }
+  // the portable kernel reads f32: bf16 logits are widened first (exactly)
+  std::vector<float> widened;
+  if (bf16_logits) {
+    widened.resize(static_cast<size_t>(logits.numel()));
+    convert_elements(op, widened.data(), DType::f32, logits.data, DType::bf16, logits.numel());
+  }
+  const float* logits_f32 = bf16_logits ? widened.data() : logits.as<float>();
   with_f32_storage(dlogits_out.dtype, [&](auto sd) {
-    cross_entropy_fused_kernel(losses.as<float>(), dlogits_out.as<decltype(sd)>(), logits.as<float>(),
+    cross_entropy_fused_kernel(losses.as<float>(), dlogits_out.as<decltype(sd)>(), logits_f32,
                                targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
                                static_cast<float>(loss_scale));
   });

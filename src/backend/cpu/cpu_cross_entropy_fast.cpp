@@ -1,4 +1,4 @@
-// The fused softcapped cross-entropy on f32 logits, AVX-512 (math: cpu_cross_entropy.cpp).
+// The fused softcapped cross-entropy on f32 (or bf16) logits, AVX-512 (math: cpu_cross_entropy.cpp).
 // Used for every f32 cross-entropy with a cap (forward, backward and fused), so that the training
 // loss and the evaluation loss of the same logits are the same bits.
 // Per row, with y = logit / cap and th = tanh(y) = 1 - 2 / (exp(2y) + 1):
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/bf16.h"
@@ -29,9 +30,10 @@ inline __m512 reciprocal(__m512 a) {
   return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
 }
 
-// kGradient: write dlogits (f32, or bf16 when kBf16); argmax may be null.
-template <bool kGradient, bool kBf16>
-void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logits, const int32_t* targets,
+// kGradient: write dlogits (f32, or bf16 when kBf16); argmax may be null. Logits are f32, or bf16 when
+// kBf16Logits (widened exactly on load, so the same values give the same bits either way).
+template <bool kGradient, bool kBf16, bool kBf16Logits>
+void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logits, const int32_t* targets,
                 int64_t rows, int64_t vocab, float cap, float loss_scale) {
 #pragma omp parallel if (rows * vocab > kMinParallelElements)
   {
@@ -50,7 +52,12 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logi
     };
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < rows; ++n) {
-      const float* l = logits + n * vocab;
+      const float* l32 = kBf16Logits ? nullptr : static_cast<const float*>(logits) + n * vocab;
+      const uint16_t* l16 = kBf16Logits ? static_cast<const uint16_t*>(logits) + n * vocab : nullptr;
+      auto load = [&](int64_t j) { return kBf16Logits ? simd::load_bf16(l16 + j) : _mm512_loadu_ps(l32 + j); };
+      auto load_tail = [&](__mmask16 mask, int64_t j) {
+        return kBf16Logits ? simd::maskz_load_bf16(mask, l16 + j) : _mm512_maskz_loadu_ps(mask, l32 + j);
+      };
       // (dlogits is null without kGradient: no offset is applied to it then)
       float* d32 = kGradient && !kBf16 ? static_cast<float*>(dlogits) + n * vocab : nullptr;
       uint16_t* d16 = kGradient && kBf16 ? static_cast<uint16_t*>(dlogits) + n * vocab : nullptr;
@@ -62,8 +69,8 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logi
         int64_t j = 0;
         for (; j + 32 <= full; j += 32) {
           __m512 th0, th1;
-          const __m512 e0 = tanh_and_exp(_mm512_loadu_ps(l + j), th0);
-          const __m512 e1 = tanh_and_exp(_mm512_loadu_ps(l + j + 16), th1);
+          const __m512 e0 = tanh_and_exp(load(j), th0);
+          const __m512 e1 = tanh_and_exp(load(j + 16), th1);
           _mm512_storeu_ps(e + j, e0);
           _mm512_storeu_ps(e + j + 16, e1);
           _mm512_storeu_ps(th + j, th0);
@@ -73,14 +80,14 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logi
         }
         for (; j < full; j += 16) {
           __m512 th0;
-          const __m512 e0 = tanh_and_exp(_mm512_loadu_ps(l + j), th0);
+          const __m512 e0 = tanh_and_exp(load(j), th0);
           _mm512_storeu_ps(e + j, e0);
           _mm512_storeu_ps(th + j, th0);
           sum0 = _mm512_add_ps(sum0, e0);
         }
         if (tail) {
           __m512 th0;
-          const __m512 e0 = tanh_and_exp(_mm512_maskz_loadu_ps(tail, l + j), th0);
+          const __m512 e0 = tanh_and_exp(load_tail(tail, j), th0);
           _mm512_mask_storeu_ps(e + j, tail, e0);
           _mm512_mask_storeu_ps(th + j, tail, th0);
           sum0 = _mm512_add_ps(sum0, _mm512_maskz_mov_ps(tail, e0));
@@ -144,23 +151,31 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const float* logi
 
 bool fast_cross_entropy_available() { return true; }
 
-void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16,
-                                const float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float cap,
+void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16, const void* logits,
+                                bool logits_bf16, const int32_t* targets, int64_t rows, int64_t vocab, float cap,
                                 float loss_scale) {
-  if (!dlogits) {
-    fused_rows<false, false>(losses, argmax, nullptr, logits, targets, rows, vocab, cap, loss_scale);
-  } else if (dlogits_bf16) {
-    fused_rows<true, true>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+  auto run = [&](auto bf16_logits) {
+    constexpr bool kBf16Logits = decltype(bf16_logits)::value;
+    if (!dlogits) {
+      fused_rows<false, false, kBf16Logits>(losses, argmax, nullptr, logits, targets, rows, vocab, cap, loss_scale);
+    } else if (dlogits_bf16) {
+      fused_rows<true, true, kBf16Logits>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+    } else {
+      fused_rows<true, false, kBf16Logits>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+    }
+  };
+  if (logits_bf16) {
+    run(std::true_type{});
   } else {
-    fused_rows<true, false>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
+    run(std::false_type{});
   }
 }
 
 #else
 
 bool fast_cross_entropy_available() { return false; }
-void fast_softcap_cross_entropy(float*, int32_t*, void*, bool, const float*, const int32_t*, int64_t, int64_t, float,
-                                float) {
+void fast_softcap_cross_entropy(float*, int32_t*, void*, bool, const void*, bool, const int32_t*, int64_t, int64_t,
+                                float, float) {
   fail("fast_softcap_cross_entropy: not built (needs AVX-512)");
 }
 

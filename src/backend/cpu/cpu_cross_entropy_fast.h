@@ -1,5 +1,5 @@
 #pragma once
-// The fused softcapped cross-entropy on f32 logits with AVX-512 (cpu_cross_entropy.cpp has the math
+// The fused softcapped cross-entropy on f32 or bf16 logits with AVX-512 (cpu_cross_entropy.cpp has the math
 // and the portable version).
 #include <cstdint>
 
@@ -12,9 +12,10 @@ inline constexpr double kFastCrossEntropyMaxCap = 40.0;
 bool fast_cross_entropy_available();  // built with AVX-512
 
 // losses[n], argmax[n] (when argmax is not null) and dlogits (when not null: f32, or bf16 when
-// dlogits_bf16) of `rows` rows of `vocab` logits, cap > 0. dlogits may alias logits when it is f32.
-void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16,
-                                const float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float cap,
+// dlogits_bf16) of `rows` rows of `vocab` logits (f32, or bf16 when logits_bf16), cap > 0. dlogits
+// may alias logits when both have the same dtype.
+void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16, const void* logits,
+                                bool logits_bf16, const int32_t* targets, int64_t rows, int64_t vocab, float cap,
                                 float loss_scale);
 
 }  // namespace ct
