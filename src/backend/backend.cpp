@@ -35,6 +35,12 @@ std::vector<double> Backend::read_value_slots(int count) {
   return {default_value_slots_.begin(), default_value_slots_.begin() + count};
 }
 
+void Backend::newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                                 double a, double b, double c) {
+  check(x_outs.size() == gs.size(), "newton_schulz_many: ", x_outs.size(), " outputs but ", gs.size(), " inputs");
+  for (size_t i = 0; i < gs.size(); ++i) newton_schulz(x_outs[i], gs[i], steps, a, b, c);
+}
+
 void Backend::all_reduce_begin(const std::vector<Tensor>& tensors, double factor) {
   if (factor == 1.0) return;
   for (const Tensor& t : tensors) scale(t, factor);

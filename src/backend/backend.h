@@ -150,6 +150,13 @@ class Backend {
     gemm(x, w, y, false, true, 1.0, beta);
   }
 
+  // ---- several Newton-Schulz orthogonalisations at once ----------------------------------------------
+  // newton_schulz(x_outs[i], gs[i], steps, a, b, c) for every i (Muon's step hands over all its
+  // matrices, or as many as its scratch holds); a backend may run them concurrently (the CPU backend
+  // runs one matrix per thread when its matmuls are bf16). The default runs them one after another.
+  virtual void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                                  double a, double b, double c);
+
   // ---- value slots: host values without waiting --------------------------------------------------
   // sum / sum of squares of x (accumulated in double) into slot `slot` of the backend's value table
   // (0 <= slot < kValueSlots): added to it when `accumulate`, written over it otherwise. The slots

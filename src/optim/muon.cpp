@@ -8,11 +8,20 @@
 namespace ct {
 
 namespace {
-Tensor first_elements(const Buffer& buffer, const Shape& shape) {
+
+// Elements [offset, offset + shape.numel()) of an f32 buffer, seen with `shape`.
+Tensor slice(const Buffer& buffer, int64_t offset, const Shape& shape) {
   Tensor t = buffer.tensor();
+  check(offset + shape.numel() <= t.numel(), "Muon: scratch slice past the end");
+  t.data = static_cast<char*>(t.data) + offset * static_cast<int64_t>(sizeof(float));
   t.shape = shape;
   return t;
 }
+
+// The scratch holds at least this many elements, so that cpu-small's 24 matrices (3.1 M elements)
+// go to the backend's newton_schulz_many in one call.
+constexpr int64_t kMinScratchElements = int64_t{1} << 22;
+
 }  // namespace
 
 Muon::Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConfig& config)
@@ -26,22 +35,39 @@ Muon::Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConf
     largest = std::max(largest, p->spec.shape.numel());
   }
   if (largest > 0) {
-    update_scratch_ = Buffer(backend, {largest}, DType::f32);
-    ortho_scratch_ = Buffer(backend, {largest}, DType::f32);
+    const int64_t scratch = std::max(largest, kMinScratchElements);
+    update_scratch_ = Buffer(backend, {scratch}, DType::f32);
+    ortho_scratch_ = Buffer(backend, {scratch}, DType::f32);
   }
 }
 
+// In groups of consecutive matrices that fit the scratch: every momentum, then one newton_schulz_many
+// over the group, then every update. Per matrix this is the order of model.md; the grouping only
+// lets the backend orthogonalise several matrices at once.
 void Muon::step(double lr_factor, double momentum) {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Parameter& p = *params_[i];
-    const Tensor u = first_elements(update_scratch_, p.spec.shape);
-    const Tensor x = first_elements(ortho_scratch_, p.spec.shape);
+  const int64_t capacity = update_scratch_.tensor().empty() ? 0 : update_scratch_.tensor().numel();
+  for (size_t begin = 0; begin < params_.size();) {
+    std::vector<Tensor> updates, orthogonal;
+    size_t end = begin;
+    for (int64_t used = 0; end < params_.size(); ++end) {
+      const Shape& shape = params_[end]->spec.shape;
+      if (end > begin && used + shape.numel() > capacity) break;
+      updates.push_back(slice(update_scratch_, used, shape));
+      orthogonal.push_back(slice(ortho_scratch_, used, shape));
+      used += shape.numel();
+    }
     // buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf  (Nesterov)
-    backend_->muon_momentum(u, momentum_[i], p.grad, momentum);
-    backend_->newton_schulz(x, u, config_.muon_ns_steps, config_.muon_ns_a, config_.muon_ns_b, config_.muon_ns_c);
-    const double rows = static_cast<double>(p.spec.shape[0]), cols = static_cast<double>(p.spec.shape[1]);
-    const double lr = config_.matrix_lr * lr_factor * std::sqrt(std::max(1.0, rows / cols));
-    backend_->axpby(p.value, -lr, x, 1.0);
+    for (size_t i = begin; i < end; ++i)
+      backend_->muon_momentum(updates[i - begin], momentum_[i], params_[i]->grad, momentum);
+    backend_->newton_schulz_many(orthogonal, updates, config_.muon_ns_steps, config_.muon_ns_a, config_.muon_ns_b,
+                                 config_.muon_ns_c);
+    for (size_t i = begin; i < end; ++i) {
+      const Shape& shape = params_[i]->spec.shape;
+      const double rows = static_cast<double>(shape[0]), cols = static_cast<double>(shape[1]);
+      const double lr = config_.matrix_lr * lr_factor * std::sqrt(std::max(1.0, rows / cols));
+      backend_->axpby(params_[i]->value, -lr, orthogonal[i - begin], 1.0);
+    }
+    begin = end;
   }
 }
 

@@ -25,7 +25,7 @@ class Muon {
   std::vector<Parameter*> params_;
   OptimizerConfig config_;
   std::vector<Buffer> momentum_;
-  Buffer update_scratch_, ortho_scratch_;  // sized for the largest matrix, viewed per parameter
+  Buffer update_scratch_, ortho_scratch_;  // u and X of a group of matrices (at least 4 M elements, or the largest)
 };
 
 }  // namespace ct

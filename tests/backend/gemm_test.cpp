@@ -190,6 +190,47 @@ TEST(NewtonSchulz, Bf16ProductsStayWithinBf16ToleranceAndNearOrthogonal) {
   }
 }
 
+TEST(NewtonSchulz, ManyAtOnceEqualsOneByOne) {
+  // newton_schulz_many runs one matrix per thread with bf16 matmuls (and loops otherwise): the same
+  // bits as separate calls, whatever the order and the other matrices of the batch. Twelve matrices
+  // of several shapes (wide, tall, square, empty), so that both threads run several.
+  const double a = 3.4445, b = -4.7750, c = 2.0315;
+  for (const std::string precision : {"bf16", "f32"}) {
+    SCOPED_TRACE(precision);
+    BackendOptions options;
+    options.threads = 2;
+    options.matmul_precision = precision;
+    std::unique_ptr<Backend> be = create_backend(options);
+    const std::vector<Shape> shapes = {Shape{64, 96},  Shape{96, 64}, Shape{32, 32}, Shape{128, 64},
+                                       Shape{0, 8},    Shape{64, 64}, Shape{48, 160}, Shape{64, 96},
+                                       Shape{160, 48}, Shape{32, 64}, Shape{64, 32},  Shape{96, 96}};
+    std::vector<Buffer> gs, batch, single;
+    std::vector<Tensor> g_tensors, batch_tensors;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Values g = random_values(static_cast<size_t>(shapes[i].numel()), 60 + i);
+      gs.emplace_back(*be, shapes[i], DType::f32);
+      be->upload(gs.back(), g.data(), DType::f64);
+      batch.emplace_back(*be, shapes[i], DType::f32);
+      single.emplace_back(*be, shapes[i], DType::f32);
+      be->fill(batch.back(), 99.0);  // must be overwritten
+      g_tensors.push_back(gs.back().tensor());
+      batch_tensors.push_back(batch.back().tensor());
+    }
+    be->newton_schulz_many(batch_tensors, g_tensors, 5, a, b, c);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      be->newton_schulz(single[i], gs[i], 5, a, b, c);
+      std::vector<float> want(static_cast<size_t>(shapes[i].numel())), got(want.size());
+      be->download(want.data(), DType::f32, single[i]);
+      be->download(got.data(), DType::f32, batch[i]);
+      EXPECT_EQ(got, want) << "matrix " << i << " " << shapes[i].to_string();
+    }
+    expect_error([&] { be->newton_schulz_many(batch_tensors, {g_tensors[0]}, 5, a, b, c); },
+                 {"newton_schulz_many", "12 outputs but 1 inputs"});
+    expect_error([&] { be->newton_schulz_many({batch_tensors[0]}, {g_tensors[1]}, 5, a, b, c); },
+                 {"x_out", "[96, 64]"});
+  }
+}
+
 TEST(NewtonSchulz, ZeroStepsIsTheNormalisedInput) {
   Values g = random_values(6 * 4, 30);
   Buffer gb = make_buffer(Shape{6, 4}, DType::f64, g), x(cpu(), Shape{6, 4}, DType::f64);

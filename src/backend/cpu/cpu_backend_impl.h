@@ -68,6 +68,8 @@ class CpuBackend final : public Backend {
                     double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
   void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
   void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+  void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps, double a,
+                          double b, double c) override;
 
  private:
   int threads_ = 1;

@@ -3,6 +3,7 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,7 +42,7 @@ struct MatmulKeyHash {
 };
 
 struct MatmulEntry {
-  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::memory::desc a_md, b_md, c_md, scratchpad_md;
   dnnl::matmul primitive;
   std::string implementation;
 };
@@ -73,6 +74,10 @@ const MatmulEntry& entry_for(const MatmulKey& key) {
   entry->b_md = matrix_desc(key.k, key.n, key.ldb, key.transpose_b, DataType::bf16);
   entry->c_md = matrix_desc(key.m, key.n, key.ldc, false, key.c_bf16 ? DataType::bf16 : DataType::f32);
   dnnl::primitive_attr attr;
+  // The caller's thread passes the primitive's scratchpad (run_primitive): with oneDNN's default,
+  // one library scratchpad per primitive, two threads running the same primitive at once (Newton-
+  // Schulz runs one matrix per thread) would share it and corrupt each other's results.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (key.beta != 0.0f) {
     dnnl::post_ops ops;
     ops.append_sum(key.beta);
@@ -81,6 +86,7 @@ const MatmulEntry& entry_for(const MatmulKey& key) {
   try {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->a_md, entry->b_md, entry->c_md), attr, cpu_engine());
     entry->implementation = pd.impl_info_str();
+    entry->scratchpad_md = pd.scratchpad_desc();
     entry->primitive = dnnl::matmul(pd);
   } catch (const dnnl::error& e) {
     fail("gemm: oneDNN cannot build a bf16 matmul for M=", key.m, " N=", key.n, " K=", key.k, ": ", e.what());
@@ -95,12 +101,23 @@ MatmulKey make_key(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
   return MatmulKey{m, n, k, lda, ldb, ldc, transpose_a, transpose_b, c_bf16, beta};
 }
 
+// A scratchpad of at least `bytes` for the calling thread, 64-byte aligned, grown as needed.
+void* thread_scratchpad(size_t bytes) {
+  thread_local std::vector<unsigned char> storage;
+  constexpr size_t kAlign = 64;
+  if (storage.size() < bytes + kAlign) storage.resize(bytes + kAlign);
+  const auto address = reinterpret_cast<uintptr_t>(storage.data());
+  return storage.data() + (kAlign - address % kAlign) % kAlign;
+}
+
 void run_primitive(const MatmulEntry& entry, const uint16_t* a, const uint16_t* b, void* c) {
   dnnl::engine& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
+  void* scratchpad = thread_scratchpad(entry.scratchpad_md.get_size());
   entry.primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(entry.a_md, engine, const_cast<uint16_t*>(a))},
                                    {DNNL_ARG_WEIGHTS, dnnl::memory(entry.b_md, engine, const_cast<uint16_t*>(b))},
-                                   {DNNL_ARG_DST, dnnl::memory(entry.c_md, engine, c)}});
+                                   {DNNL_ARG_DST, dnnl::memory(entry.c_md, engine, c)},
+                                   {DNNL_ARG_SCRATCHPAD, dnnl::memory(entry.scratchpad_md, engine, scratchpad)}});
   stream.wait();
 }
 
