@@ -16,7 +16,8 @@
 // peak), and the median seconds of each phase. bench/train_throughput.sh runs it next to PyTorch.
 //
 // The GEMM peak is measured next to the steps: after each measured step (outside its timing), square
-// products of the model's matmul precision run for kGemmWindowSeconds. The peak is the fastest single
+// products of the model's matmul precision run for kGemmWindowSeconds (backend/gemm_peak.h GemmRate,
+// timed on the steps' clock). The peak is the fastest single
 // call of all the windows (the ceiling; conservative, since a step cannot stay that fast for a whole
 // step). On the shared development VM the matmul rate swings about 2x from one moment to the next
 // (docs/performance.md), so the bench also prints each step's model FLOP/s over the rate of the
@@ -34,6 +35,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/op_timing.h"
+#include "backend/gemm_peak.h"
 #include "model/gpt.h"
 #include "model/init_rng.h"
 #include "optim/optimizer.h"
@@ -76,51 +78,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
-
-// Square GEMMs of size n through the backend, in the precision of the model's matmuls (bf16
-// operands and an f32 output with matmul_precision bf16): the rate a step is compared with.
-class GemmProbe {
- public:
-  GemmProbe(Backend& backend, int64_t n)
-      : backend_(backend),
-        n_(n),
-        a_(backend, {n, n}, backend.matmul_operand_dtype()),
-        b_(backend, {n, n}, backend.matmul_operand_dtype()),
-        c_(backend, {n, n}, DType::f32) {
-    backend.fill(a_, 0.5);
-    backend.fill(b_, 0.25);
-    call();  // warm-up: the primitive is created here
-  }
-
-  // Calls back to back until `seconds` have passed (at least 4): their total FLOP over their total
-  // wall time. Also keeps the fastest single call seen so far.
-  double window(double seconds) {
-    double timed = 0.0;
-    int calls = 0;
-    while (calls < 4 || timed < seconds) {
-      const double t = call();
-      best_call_ = std::max(best_call_, flop() / t);
-      timed += t;
-      ++calls;
-    }
-    return flop() * calls / timed;
-  }
-  double best_call() const { return best_call_; }
-  int64_t size() const { return n_; }
-
- private:
-  double flop() const { return 2.0 * static_cast<double>(n_) * static_cast<double>(n_) * static_cast<double>(n_); }
-  double call() {
-    const double start = monotonic_seconds();
-    backend_.gemm(a_, b_, c_, false, false);
-    backend_.synchronize();
-    return monotonic_seconds() - start;
-  }
-  Backend& backend_;
-  int64_t n_;
-  Buffer a_, b_, c_;
-  double best_call_ = 0.0;
-};
 
 // The op_timing table of the measured steps, per step.
 void print_op_profile(int steps, double step_seconds) {
@@ -169,8 +126,11 @@ int run(int argc, char** argv) {
   options.matmul_precision = recipe.matmul_precision;
   options.fp8 = recipe.fp8;
   auto backend = create_backend(options);
-  check(!profile_ops || recipe.backend == "cpu", "train_throughput_bench: --profile-ops times the cpu backend's ops only");
-  GemmProbe probe(*backend, 1536);
+  check(!profile_ops || recipe.backend == "cpu",
+        "train_throughput_bench: --profile-ops times the cpu backend's ops only");
+  // Square products in the model's matmul precision, timed on the steps' clock.
+  constexpr int64_t kProbeSize = 1536;
+  GemmRate probe(*backend, kProbeSize, kProbeSize, kProbeSize, backend->matmul_operand_dtype(), &now_seconds);
 
   GPT model(*backend, recipe.model, DType::f32);  // matmul operands in the backend's dtype (gpt.h)
   model.initialize(recipe.seed);
@@ -232,7 +192,7 @@ int run(int argc, char** argv) {
   std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s: %.1f%% of peak\n", tokens_per_second,
               flops_per_second / 1e9, peak / 1e9, 100.0 * flops_per_second / peak);
   std::printf("  GEMM windows (%lld^3 for %.2f s after each step): median %.1f GFLOP/s; each step against its window:",
-              static_cast<long long>(probe.size()), kGemmWindowSeconds, window_rate / 1e9);
+              static_cast<long long>(kProbeSize), kGemmWindowSeconds, window_rate / 1e9);
   for (double f : fractions) std::printf(" %.1f%%", 100.0 * f);
   std::printf(" (median %.1f%%)\n", 100.0 * window_fraction);
   if (profile_ops) print_op_profile(steps, step_median);

@@ -1,29 +1,69 @@
 #include "backend/gemm_peak.h"
 
 #include <algorithm>
-#include <chrono>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace ct {
 
-double measure_gemm_flops(Backend& backend, int64_t m, int64_t n, int64_t k, int repeats, DType dtype) {
-  check(m > 0 && n > 0 && k > 0 && repeats > 0, "measure_gemm_flops: sizes and repeats must be positive, got m=", m,
-        " n=", n, " k=", k, " repeats=", repeats);
-  DType out_dtype = dtype == DType::bf16 ? DType::f32 : dtype;  // bf16 GEMMs accumulate into f32
-  Buffer a(backend, Shape{m, k}, dtype), b(backend, Shape{k, n}, dtype), c(backend, Shape{m, n}, out_dtype);
-  backend.fill(a, 0.5);
-  backend.fill(b, 0.25);
-  backend.gemm(a, b, c, false, false);  // warm-up: library initialisation, page faults
+namespace {
+
+Shape checked(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t k) {
+  check(m > 0 && n > 0 && k > 0, "GemmRate: sizes must be positive, got m=", m, " n=", n, " k=", k);
+  return Shape{rows, cols};
+}
+
+}  // namespace
+
+GemmRate::GemmRate(Backend& backend, int64_t m, int64_t n, int64_t k, DType dtype, Clock clock)
+    : backend_(backend),
+      m_(m),
+      n_(n),
+      k_(k),
+      clock_(clock ? clock : &monotonic_seconds),
+      a_(backend, checked(m, k, m, n, k), dtype),
+      b_(backend, Shape{k, n}, dtype),
+      c_(backend, Shape{m, n}, dtype == DType::bf16 ? DType::f32 : dtype) {
+  backend.fill(a_, 0.5);
+  backend.fill(b_, 0.25);
+  backend.gemm(a_, b_, c_, false, false);  // warm-up, untimed
   backend.synchronize();
-  double best_seconds = 1e300;
-  for (int repeat = 0; repeat < repeats; ++repeat) {
-    auto start = std::chrono::steady_clock::now();
-    backend.gemm(a, b, c, false, false);
-    backend.synchronize();
-    best_seconds = std::min(best_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+double GemmRate::flop() const {
+  return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_);
+}
+
+double GemmRate::call() {
+  const double start = clock_();
+  backend_.gemm(a_, b_, c_, false, false);
+  backend_.synchronize();
+  const double seconds = std::max(clock_() - start, 1e-12);
+  best_call_ = std::max(best_call_, flop() / seconds);
+  return seconds;
+}
+
+double GemmRate::best_of(int repeats) {
+  check(repeats > 0, "GemmRate::best_of: repeats must be positive, got ", repeats);
+  double best = 1e300;
+  for (int repeat = 0; repeat < repeats; ++repeat) best = std::min(best, call());
+  return flop() / best;
+}
+
+double GemmRate::window(double seconds) {
+  double timed = 0.0;
+  int calls = 0;
+  while (calls < 4 || timed < seconds) {
+    timed += call();
+    ++calls;
   }
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / best_seconds;
+  return flop() * calls / timed;
+}
+
+double measure_gemm_flops(Backend& backend, int64_t m, int64_t n, int64_t k, int repeats, DType dtype) {
+  check(repeats > 0, "measure_gemm_flops: repeats must be positive, got ", repeats);
+  return GemmRate(backend, m, n, k, dtype).best_of(repeats);
 }
 
 }  // namespace ct

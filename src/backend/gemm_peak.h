@@ -6,9 +6,36 @@
 
 namespace ct {
 
-// FLOP/s of c[m,n] = a[m,k] b[k,n] on `backend` in `dtype` (f32, or bf16 where the backend takes
-// it): one warm-up call, then the best of `repeats` timed calls, each closed by synchronize().
-// 2 m n k FLOP per call.
+// Times c[m,n] = a[m,k] b[k,n] on `backend` with operands in `dtype` (f32, or bf16 where the
+// backend takes it; bf16 products accumulate into an f32 c). Each call is closed by synchronize()
+// and counts 2 m n k FLOP. The constructor makes one untimed warm-up call (library set-up, page
+// faults). `clock` returns seconds: the monotonic wall clock by default; a caller timing its own
+// work on another clock (a process's CPU time) passes the same one, so that the two rates compare.
+class GemmRate {
+ public:
+  using Clock = double (*)();
+  GemmRate(Backend& backend, int64_t m, int64_t n, int64_t k, DType dtype, Clock clock = nullptr);
+
+  // The fastest of `repeats` calls, in FLOP/s.
+  double best_of(int repeats);
+  // Calls back to back until `seconds` have passed (at least 4 calls): their total FLOP over their
+  // total time. The fastest single call joins best_call().
+  double window(double seconds);
+  // The fastest single call timed so far (best_of and window), in FLOP/s; 0 before any.
+  double best_call() const { return best_call_; }
+
+ private:
+  double flop() const;
+  double call();  // seconds of one timed call
+
+  Backend& backend_;
+  int64_t m_, n_, k_;
+  Clock clock_;
+  Buffer a_, b_, c_;
+  double best_call_ = 0.0;
+};
+
+// GemmRate(backend, m, n, k, dtype).best_of(repeats).
 double measure_gemm_flops(Backend& backend, int64_t m, int64_t n, int64_t k, int repeats, DType dtype = DType::f32);
 
 }  // namespace ct

@@ -82,6 +82,29 @@ TEST(GemmPeak, MeasuresAPositiveRate) {
   EXPECT_GT(cpu().peak_flops(), 1e6);
 }
 
+// A clock that advances by half a second each time it is read: every timed call takes 0.5 s on it.
+double g_fake_now = 0.0;
+double fake_clock() { return g_fake_now += 0.5; }
+
+TEST(GemmPeak, TimesOnTheClockItIsGiven) {
+  GemmRate rate(cpu(), 8, 6, 4, DType::f32, &fake_clock);
+  const double flop = 2.0 * 8 * 6 * 4;
+  EXPECT_EQ(rate.best_of(3), flop / 0.5);
+  // a window of 1.2 s on that clock: 4 calls (the least a window makes; 2 s by then)
+  EXPECT_EQ(rate.window(1.2), flop / 0.5);
+  EXPECT_EQ(rate.best_call(), flop / 0.5);
+}
+
+TEST(GemmPeak, TheFastestCallIsAtLeastAWindowsAverage) {
+  GemmRate rate(cpu(), 96, 64, 80, DType::f32);
+  EXPECT_EQ(rate.best_call(), 0.0);  // the warm-up call is not timed
+  const double window = rate.window(0.02);
+  EXPECT_GT(window, 1e6);
+  EXPECT_GE(rate.best_call(), window);  // max of flop / t_i >= sum of flop / sum of t_i
+  expect_error([&] { GemmRate(cpu(), 0, 4, 4, DType::f32); }, {"GemmRate", "m=0"});
+  expect_error([&] { rate.best_of(0); }, {"best_of", "repeats", "0"});
+}
+
 // ---- Newton-Schulz --------------------------------------------------------------------------------
 
 // The model.md iteration written directly on the host, in double.
