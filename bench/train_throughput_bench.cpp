@@ -18,9 +18,10 @@
 // The GEMM peak is measured next to the steps: after each measured step (outside its timing), square
 // products of the model's matmul precision run for kGemmWindowSeconds (backend/gemm_peak.h GemmRate,
 // timed on the steps' clock). The peak is the fastest single call of all the windows (the ceiling;
-// conservative, since a step cannot stay that fast for a whole step). On the shared development VM the matmul rate swings about 2x from one moment to the next
-// (docs/performance.md), so the bench also prints each step's model FLOP/s over the rate of the
-// window right after it: the step against the machine it ran on.
+// conservative, since a step cannot stay that fast for a whole step). On the shared development VM
+// the matmul rate swings about 2x from one moment to the next (docs/performance.md), so the bench also
+// prints each step's model FLOP/s over the rate of the window right after it: the step against the
+// machine it ran on.
 //
 // --profile-ops 1 (CPU backend) also prints the wall-clock time of each backend op over the measured
 // steps, per step, most first (backend/cpu/op_timing.h), and their sum against the step time.

@@ -72,7 +72,8 @@ struct Bf16Scratch {
   }
 };
 
-// x[m, n] (f32, normalised) is replaced by `steps` iterations with bf16 products.
+// x[m, n] (f32, normalised) is replaced by `steps` iterations with bf16 products, on the calling
+// thread (newton_schulz_many runs it inside its parallel region, where nested loops run serially).
 void newton_schulz_bf16(float* x, int64_t m, int64_t n, int steps, float a, float b, float c) {
   static thread_local Bf16Scratch scratch;
   scratch.size_for(m, n);
@@ -90,12 +91,10 @@ void newton_schulz_bf16(float* x, int64_t m, int64_t n, int steps, float a, floa
     round_to_bf16(gram16, gram, mm);
     // B = c A A + b A
     bf16_gemm_row_major(false, false, m, m, m, 1.0f, gram16, m, gram16, m, 0.0f, poly, false, m);
-#pragma omp parallel for schedule(static) if (mm > kMinParallelElements)
     for (int64_t i = 0; i < mm; ++i) poly[i] = c * poly[i] + b * gram[i];
     round_to_bf16(poly16, poly, mm);
     // X = B X + a X
     bf16_gemm_row_major(false, false, m, n, m, 1.0f, poly16, m, x16, n, 0.0f, product, false, n);
-#pragma omp parallel for schedule(static) if (mn > kMinParallelElements)
     for (int64_t i = 0; i < mn; ++i) x[i] = product[i] + a * x[i];
   }
 }
