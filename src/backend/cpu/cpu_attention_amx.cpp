@@ -53,6 +53,27 @@ constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
 int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
+// A work array of at least n elements, kept by the calling thread between calls: a training step
+// makes dozens of attention calls of one shape, and fresh arrays cost their page faults and zeroing
+// every time (~7% of the kernels' samples). The contents are stale: every user writes before it reads.
+template <typename T>
+T* work_array(std::vector<T>& storage, int64_t n) {
+  if (storage.size() < static_cast<size_t>(n)) storage.resize(static_cast<size_t>(n));
+  return storage.data();
+}
+
+struct ForwardWork {
+  std::vector<uint32_t> kt, vv;  // the calling thread's: K and V packed for every (batch, kv head)
+  std::vector<uint16_t> q_block, probs;
+  std::vector<float> scores, acc;
+};
+
+struct BackwardWork {
+  std::vector<uint16_t> k_rows, v_rows, k_t, pt, dst;
+  std::vector<uint32_t> qt, qv, dot, dov, dsv;
+  std::vector<float> delta, lse_h, dq_t, st, dpt, dk_acc, dv_acc, dq_rows;
+};
+
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -194,20 +215,25 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
   const int64_t tk_pad = round_up(Tk, kTile), heads_kv = dims.batch * dims.kv_heads;
   const int64_t kt_size = D / 2 * tk_pad, vv_size = tk_pad / 2 * D;
   // K and V of every (batch, kv head), packed once and shared by all query blocks.
-  std::vector<uint32_t> kt(static_cast<size_t>(heads_kv * kt_size)), vv(static_cast<size_t>(heads_kv * vv_size));
+  static thread_local ForwardWork shared;
+  uint32_t* kt = work_array(shared.kt, heads_kv * kt_size);
+  uint32_t* vv = work_array(shared.vv, heads_kv * vv_size);
 #pragma omp parallel for schedule(static)
   for (int64_t bg = 0; bg < heads_kv; ++bg) {
     const int64_t b = bg / dims.kv_heads, g = bg % dims.kv_heads;
-    pack_pairs_over_columns(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt.data() + bg * kt_size, tk_pad);
-    pack_pairs_over_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, vv.data() + bg * vv_size, tk_pad);
+    pack_pairs_over_columns(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt + bg * kt_size, tk_pad);
+    pack_pairs_over_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, vv + bg * vv_size, tk_pad);
   }
   const int64_t query_blocks = (Tq + kTile - 1) / kTile;
   const __m512 scale_v = _mm512_set1_ps(scale);
 #pragma omp parallel
   {
     configure_tiles();
-    std::vector<uint16_t> q_block(static_cast<size_t>(kTile * D)), probs(kTile * kTile);
-    std::vector<float> scores(kTile * kTile), acc(static_cast<size_t>(kTile * D));
+    static thread_local ForwardWork work;
+    uint16_t* q_block = work_array(work.q_block, kTile * D);
+    uint16_t* probs = work_array(work.probs, kTile * kTile);
+    float* scores = work_array(work.scores, kTile * kTile);
+    float* acc = work_array(work.acc, kTile * D);
     float running_max[kTile], running_sum[kTile];
 #pragma omp for collapse(3) schedule(dynamic)
     for (int64_t b = 0; b < dims.batch; ++b)
@@ -216,18 +242,18 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
           const int64_t bg = b * dims.kv_heads + h / s.group();
           const int64_t i0 = block * kTile, queries = std::min(Tq - i0, kTile);
           const int64_t key_end = std::min(Tk, s.key_offset() + i0 + queries);  // keys the last query sees
-          copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block.data(), kTile);
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          std::fill(probs.begin(), probs.end(), uint16_t{0});  // rows past `queries` stay 0
+          copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block, kTile);
+          std::fill(acc, acc + kTile * D, 0.0f);
+          std::fill(probs, probs + kTile * kTile, uint16_t{0});  // rows past `queries` stay 0
           std::fill(running_max, running_max + kTile, -INFINITY);
           std::fill(running_sum, running_sum + kTile, 0.0f);
           for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
             // S = Q K^T for keys j0 .. j0 + 63
-            tile_gemm(scores.data(), kTile, q_block.data(), D, kt.data() + bg * kt_size + j0, tk_pad, kTile, kTile,
+            tile_gemm(scores, kTile, q_block, D, kt + bg * kt_size + j0, tk_pad, kTile, kTile,
                       D, false);
             for (int64_t r = 0; r < queries; ++r) {
               const int64_t visible = std::min(s.key_offset() + i0 + r + 1, Tk) - j0;  // keys of this block it sees
-              uint16_t* p_row = probs.data() + r * kTile;
+              uint16_t* p_row = probs + r * kTile;
               if (visible <= 0) {
                 std::fill(p_row, p_row + kTile, uint16_t{0});
                 continue;
@@ -237,7 +263,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
               float block_max = -INFINITY;
               for (int c = 0; c < 4; ++c) {
                 mask[c] = lanes_below(visible - 16 * c);
-                x[c] = _mm512_mul_ps(_mm512_loadu_ps(scores.data() + r * kTile + 16 * c), scale_v);
+                x[c] = _mm512_mul_ps(_mm512_loadu_ps(scores + r * kTile + 16 * c), scale_v);
                 if (mask[c]) block_max = std::max(block_max, _mm512_mask_reduce_max_ps(mask[c], x[c]));
               }
               const float new_max = std::max(running_max[r], block_max);
@@ -252,21 +278,21 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
               running_sum[r] = running_sum[r] * correction + _mm512_reduce_add_ps(total);
               running_max[r] = new_max;
               if (correction != 1.0f) {
-                float* acc_row = acc.data() + r * D;
+                float* acc_row = acc + r * D;
                 const __m512 corr = _mm512_set1_ps(correction);
                 for (int64_t d = 0; d < D; d += 16)
                   _mm512_storeu_ps(acc_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc_row + d), corr));
               }
             }
             // O += P V
-            tile_gemm(acc.data(), D, probs.data(), kTile, vv.data() + bg * vv_size + (j0 / 2) * D, D, kTile, D,
+            tile_gemm(acc, D, probs, kTile, vv + bg * vv_size + (j0 / 2) * D, D, kTile, D,
                       kTile, true);
           }
           for (int64_t r = 0; r < queries; ++r) {
             uint16_t* out_row = out + s.q_row(b, i0 + r, h);
             const __m512 inv_sum = _mm512_set1_ps(1.0f / running_sum[r]);
             for (int64_t d = 0; d < D; d += 16)
-              simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc.data() + r * D + d), inv_sum));
+              simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv_sum));
             lse[s.lse_row(b, h) + i0 + r] = running_max[r] + std::log(running_sum[r]);
           }
         }
@@ -287,49 +313,61 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
 #pragma omp parallel
   {
     configure_tiles();
-    std::vector<uint16_t> k_rows(static_cast<size_t>(tk_pad * D)), v_rows(k_rows.size()), k_t(k_rows.size());
-    std::vector<uint32_t> qt(static_cast<size_t>(G * per_head_words)), qv(qt.size()), dot(qt.size()), dov(qt.size());
-    std::vector<float> delta(static_cast<size_t>(G * tq_pad)), lse_h(delta.size());
-    std::vector<float> dq_t(static_cast<size_t>(G * D * tq_pad));
-    std::vector<float> st(kTile * kTile), dpt(kTile * kTile), dk_acc(static_cast<size_t>(kTile * D)),
-        dv_acc(dk_acc.size()), dq_rows(static_cast<size_t>(tq_pad * D));
-    std::vector<uint16_t> pt(kTile * kTile), dst(kTile * kTile);
-    std::vector<uint32_t> dsv(kTile / 2 * kTile);
+    static thread_local BackwardWork work;
+    uint16_t* k_rows = work_array(work.k_rows, tk_pad * D);
+    uint16_t* v_rows = work_array(work.v_rows, tk_pad * D);
+    uint16_t* k_t = work_array(work.k_t, tk_pad * D);
+    uint32_t* qt = work_array(work.qt, G * per_head_words);
+    uint32_t* qv = work_array(work.qv, G * per_head_words);
+    uint32_t* dot = work_array(work.dot, G * per_head_words);
+    uint32_t* dov = work_array(work.dov, G * per_head_words);
+    float* delta = work_array(work.delta, G * tq_pad);
+    float* lse_h = work_array(work.lse_h, G * tq_pad);
+    const int64_t dq_t_size = G * D * tq_pad;
+    float* dq_t = work_array(work.dq_t, dq_t_size);
+    float* st = work_array(work.st, kTile * kTile);
+    float* dpt = work_array(work.dpt, kTile * kTile);
+    float* dk_acc = work_array(work.dk_acc, kTile * D);
+    float* dv_acc = work_array(work.dv_acc, kTile * D);
+    float* dq_rows = work_array(work.dq_rows, tq_pad * D);
+    uint16_t* pt = work_array(work.pt, kTile * kTile);
+    uint16_t* dst = work_array(work.dst, kTile * kTile);
+    uint32_t* dsv = work_array(work.dsv, kTile / 2 * kTile);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < dims.batch; ++b)
       for (int64_t g = 0; g < dims.kv_heads; ++g) {
-        copy_rows(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_rows.data(), tk_pad);
-        copy_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, v_rows.data(), tk_pad);
-        transpose_bf16(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_t.data(), tk_pad);
+        copy_rows(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_rows, tk_pad);
+        copy_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, v_rows, tk_pad);
+        transpose_bf16(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_t, tk_pad);
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
           const uint16_t* q_h = q + s.q_row(b, 0, h);
           const uint16_t* do_h = dout + s.q_row(b, 0, h);
-          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt.data() + hg * per_head_words, tq_pad);
-          pack_pairs_over_rows(q_h, s.q_stride(), Tq, D, qv.data() + hg * per_head_words, tq_pad);
-          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot.data() + hg * per_head_words, tq_pad);
-          pack_pairs_over_rows(do_h, s.q_stride(), Tq, D, dov.data() + hg * per_head_words, tq_pad);
-          float* delta_h = delta.data() + hg * tq_pad;
-          float* lse_row = lse_h.data() + hg * tq_pad;
+          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt + hg * per_head_words, tq_pad);
+          pack_pairs_over_rows(q_h, s.q_stride(), Tq, D, qv + hg * per_head_words, tq_pad);
+          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot + hg * per_head_words, tq_pad);
+          pack_pairs_over_rows(do_h, s.q_stride(), Tq, D, dov + hg * per_head_words, tq_pad);
+          float* delta_h = delta + hg * tq_pad;
+          float* lse_row = lse_h + hg * tq_pad;
           for (int64_t i = 0; i < tq_pad; ++i) {
             delta_h[i] = i < Tq ? dot_bf16(out + s.q_row(b, i, h), do_h + i * s.q_stride(), D) : 0.0f;
             lse_row[i] = i < Tq ? lse[s.lse_row(b, h) + i] : 0.0f;
           }
         }
-        std::fill(dq_t.begin(), dq_t.end(), 0.0f);
+        std::fill(dq_t, dq_t + dq_t_size, 0.0f);
         for (int64_t j0 = 0; j0 < Tk; j0 += kTile) {
           const int64_t keys = std::min(Tk - j0, kTile);
-          std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
-          std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
+          std::fill(dk_acc, dk_acc + kTile * D, 0.0f);
+          std::fill(dv_acc, dv_acc + kTile * D, 0.0f);
           const int64_t first_query = std::max<int64_t>(0, j0 - s.key_offset()) / kTile * kTile;
           for (int64_t hg = 0; hg < G; ++hg) {
-            const float* delta_h = delta.data() + hg * tq_pad;
-            const float* lse_row = lse_h.data() + hg * tq_pad;
+            const float* delta_h = delta + hg * tq_pad;
+            const float* lse_row = lse_h + hg * tq_pad;
             for (int64_t i0 = first_query; i0 < Tq; i0 += kTile) {
               // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
-              tile_gemm(st.data(), kTile, k_rows.data() + j0 * D, D, qt.data() + hg * per_head_words + i0, tq_pad,
+              tile_gemm(st, kTile, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_pad,
                         kTile, kTile, D, false);
-              tile_gemm(dpt.data(), kTile, v_rows.data() + j0 * D, D, dot.data() + hg * per_head_words + i0, tq_pad,
+              tile_gemm(dpt, kTile, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_pad,
                         kTile, kTile, D, false);
               __m512 lse_v[4], delta_v[4];
               for (int c = 0; c < 4; ++c) {
@@ -348,13 +386,13 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
                       mask = lanes_below(Tq - i_base) &
                              _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base)));
                     }
-                    const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st.data() + row * kTile + 16 * c), scale_v,
+                    const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * kTile + 16 * c), scale_v,
                                                      lse_v[c]);
                     const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
-                    const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt.data() + row * kTile + 16 * c), delta_v[c]);
+                    const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * kTile + 16 * c), delta_v[c]);
                     const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
-                    simd::store_bf16(pt.data() + row * kTile + 16 * c, p);
-                    simd::store_bf16(dst.data() + row * kTile + 16 * c, ds);
+                    simd::store_bf16(pt + row * kTile + 16 * c, p);
+                    simd::store_bf16(dst + row * kTile + 16 * c, ds);
                     ds_pair[rr][c] = ds;
                   }
                 }
@@ -362,42 +400,42 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
                 for (int c = 0; c < 4; ++c) {
                   const __m512i lo = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[0][c]));
                   const __m512i hi = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[1][c]));
-                  _mm512_storeu_si512(dsv.data() + (r / 2) * kTile + 16 * c,
+                  _mm512_storeu_si512(dsv + (r / 2) * kTile + 16 * c,
                                       _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
                 }
               }
-              tile_gemm(dv_acc.data(), D, pt.data(), kTile, dov.data() + hg * per_head_words + (i0 / 2) * D, D, kTile,
+              tile_gemm(dv_acc, D, pt, kTile, dov + hg * per_head_words + (i0 / 2) * D, D, kTile,
                         D, kTile, true);
-              tile_gemm(dk_acc.data(), D, dst.data(), kTile, qv.data() + hg * per_head_words + (i0 / 2) * D, D, kTile,
+              tile_gemm(dk_acc, D, dst, kTile, qv + hg * per_head_words + (i0 / 2) * D, D, kTile,
                         D, kTile, true);
-              tile_gemm(dq_t.data() + hg * D * tq_pad + i0, tq_pad, k_t.data() + j0, tk_pad, dsv.data(), kTile, D,
+              tile_gemm(dq_t + hg * D * tq_pad + i0, tq_pad, k_t + j0, tk_pad, dsv, kTile, D,
                         kTile, kTile, true);
             }
           }
           for (int64_t row = 0; row < keys; ++row) {
             const int64_t at = s.kv_row(b, j0 + row, g);
             if (dk_bf16) {
-              store_row(static_cast<uint16_t*>(dk) + at, dk_acc.data() + row * D, D);
+              store_row(static_cast<uint16_t*>(dk) + at, dk_acc + row * D, D);
             } else {
-              store_row(static_cast<float*>(dk) + at, dk_acc.data() + row * D, D);
+              store_row(static_cast<float*>(dk) + at, dk_acc + row * D, D);
             }
             if (dv_bf16) {
-              store_row(static_cast<uint16_t*>(dv) + at, dv_acc.data() + row * D, D);
+              store_row(static_cast<uint16_t*>(dv) + at, dv_acc + row * D, D);
             } else {
-              store_row(static_cast<float*>(dv) + at, dv_acc.data() + row * D, D);
+              store_row(static_cast<float*>(dv) + at, dv_acc + row * D, D);
             }
           }
         }
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
-          const float* dqt_h = dq_t.data() + hg * D * tq_pad;
-          transpose_blocked(D, Tq, dq_rows.data(), D, [&](int64_t d, int64_t i) { return dqt_h[d * tq_pad + i]; });
+          const float* dqt_h = dq_t + hg * D * tq_pad;
+          transpose_blocked(D, Tq, dq_rows, D, [&](int64_t d, int64_t i) { return dqt_h[d * tq_pad + i]; });
           for (int64_t i = 0; i < Tq; ++i) {
             const int64_t at = s.q_row(b, i, h);
             if (dq_bf16) {
-              store_row(static_cast<uint16_t*>(dq) + at, dq_rows.data() + i * D, D);
+              store_row(static_cast<uint16_t*>(dq) + at, dq_rows + i * D, D);
             } else {
-              store_row(static_cast<float*>(dq) + at, dq_rows.data() + i * D, D);
+              store_row(static_cast<float*>(dq) + at, dq_rows + i * D, D);
             }
           }
         }
