@@ -153,15 +153,12 @@ void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int
 }
 
 // VNNI of X^T as the B operand of a product over X's columns: out[p][r] = (x[r][2p], x[r][2p+1]),
-// i.e. the 32-bit transpose of X; r < rows_pad (zero past `rows`), row stride rows_pad words.
+// i.e. the 32-bit transpose of X (x_stride even); r < rows_pad (zero past `rows`), row stride
+// rows_pad words.
 void pack_pairs_over_columns(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
                              int64_t rows_pad) {
   const int64_t pairs = cols / 2;
-  transpose_blocked(rows, pairs, out, rows_pad, [&](int64_t r, int64_t p) {
-    uint32_t word;
-    std::memcpy(&word, x + r * x_stride + 2 * p, 4);
-    return word;
-  });
+  transpose_32bit(x, x_stride / 2, rows, pairs, out, rows_pad);
   for (int64_t p = 0; p < pairs; ++p) std::fill(out + p * rows_pad + rows, out + (p + 1) * rows_pad, 0u);
 }
 
@@ -429,7 +426,7 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
           const float* dqt_h = dq_t + hg * D * tq_pad;
-          transpose_blocked(D, Tq, dq_rows, D, [&](int64_t d, int64_t i) { return dqt_h[d * tq_pad + i]; });
+          transpose_32bit(dqt_h, tq_pad, D, Tq, dq_rows, D);
           for (int64_t i = 0; i < Tq; ++i) {
             const int64_t at = s.q_row(b, i, h);
             if (dq_bf16) {

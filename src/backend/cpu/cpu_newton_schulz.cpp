@@ -38,7 +38,11 @@ Tensor host_view(std::vector<T>& storage, int64_t rows, int64_t cols) {
 
 template <typename T>
 void transpose_into(T* dst, const T* src, int64_t rows, int64_t cols) {  // dst[c, r] = src[r, c]
-  transpose_blocked(rows, cols, dst, rows, [&](int64_t r, int64_t c) { return src[r * cols + c]; });
+  if constexpr (sizeof(T) == 4) {
+    transpose_32bit(src, cols, rows, cols, dst, rows);
+  } else {
+    transpose_blocked(rows, cols, dst, rows, [&](int64_t r, int64_t c) { return src[r * cols + c]; });
+  }
 }
 
 // x[m, n] (normalised) is replaced by `steps` iterations with the backend's gemm in T.
