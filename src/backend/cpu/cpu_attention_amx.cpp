@@ -246,8 +246,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
           std::fill(running_sum, running_sum + kTile, 0.0f);
           for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
             // S = Q K^T for keys j0 .. j0 + 63
-            tile_gemm(scores, kTile, q_block, D, kt + bg * kt_size + j0, tk_pad, kTile, kTile,
-                      D, false);
+            tile_gemm(scores, kTile, q_block, D, kt + bg * kt_size + j0, tk_pad, kTile, kTile, D, false);
             for (int64_t r = 0; r < queries; ++r) {
               const int64_t visible = std::min(s.key_offset() + i0 + r + 1, Tk) - j0;  // keys of this block it sees
               uint16_t* p_row = probs + r * kTile;
@@ -282,8 +281,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
               }
             }
             // O += P V
-            tile_gemm(acc, D, probs, kTile, vv + bg * vv_size + (j0 / 2) * D, D, kTile, D,
-                      kTile, true);
+            tile_gemm(acc, D, probs, kTile, vv + bg * vv_size + (j0 / 2) * D, D, kTile, D, kTile, true);
           }
           for (int64_t r = 0; r < queries; ++r) {
             uint16_t* out_row = out + s.q_row(b, i0 + r, h);
@@ -362,10 +360,8 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
             const float* lse_row = lse_h + hg * tq_pad;
             for (int64_t i0 = first_query; i0 < Tq; i0 += kTile) {
               // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
-              tile_gemm(st, kTile, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_pad,
-                        kTile, kTile, D, false);
-              tile_gemm(dpt, kTile, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_pad,
-                        kTile, kTile, D, false);
+              tile_gemm(st, kTile, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_pad, kTile, kTile, D, false);
+              tile_gemm(dpt, kTile, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_pad, kTile, kTile, D, false);
               __m512 lse_v[4], delta_v[4];
               for (int c = 0; c < 4; ++c) {
                 lse_v[c] = _mm512_loadu_ps(lse_row + i0 + 16 * c);
@@ -383,8 +379,7 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
                       mask = lanes_below(Tq - i_base) &
                              _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base)));
                     }
-                    const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * kTile + 16 * c), scale_v,
-                                                     lse_v[c]);
+                    const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * kTile + 16 * c), scale_v, lse_v[c]);
                     const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
                     const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * kTile + 16 * c), delta_v[c]);
                     const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
@@ -397,16 +392,12 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
                 for (int c = 0; c < 4; ++c) {
                   const __m512i lo = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[0][c]));
                   const __m512i hi = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[1][c]));
-                  _mm512_storeu_si512(dsv + (r / 2) * kTile + 16 * c,
-                                      _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+                  _mm512_storeu_si512(dsv + (r / 2) * kTile + 16 * c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
                 }
               }
-              tile_gemm(dv_acc, D, pt, kTile, dov + hg * per_head_words + (i0 / 2) * D, D, kTile,
-                        D, kTile, true);
-              tile_gemm(dk_acc, D, dst, kTile, qv + hg * per_head_words + (i0 / 2) * D, D, kTile,
-                        D, kTile, true);
-              tile_gemm(dq_t + hg * D * tq_pad + i0, tq_pad, k_t + j0, tk_pad, dsv, kTile, D,
-                        kTile, kTile, true);
+              tile_gemm(dv_acc, D, pt, kTile, dov + hg * per_head_words + (i0 / 2) * D, D, kTile, D, kTile, true);
+              tile_gemm(dk_acc, D, dst, kTile, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, kTile, true);
+              tile_gemm(dq_t + hg * D * tq_pad + i0, tq_pad, k_t + j0, tk_pad, dsv, kTile, D, kTile, kTile, true);
             }
           }
           for (int64_t row = 0; row < keys; ++row) {
