@@ -9,7 +9,8 @@ namespace ct {
 
 namespace {
 
-Shape checked(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t k) {
+// Shape{rows, cols} once m, n and k are checked (a's shape: the first member built from them).
+Shape checked_shape(int64_t rows, int64_t cols, int64_t m, int64_t n, int64_t k) {
   check(m > 0 && n > 0 && k > 0, "GemmRate: sizes must be positive, got m=", m, " n=", n, " k=", k);
   return Shape{rows, cols};
 }
@@ -22,7 +23,7 @@ GemmRate::GemmRate(Backend& backend, int64_t m, int64_t n, int64_t k, DType dtyp
       n_(n),
       k_(k),
       clock_(clock ? clock : &monotonic_seconds),
-      a_(backend, checked(m, k, m, n, k), dtype),
+      a_(backend, checked_shape(m, k, m, n, k), dtype),
       b_(backend, Shape{k, n}, dtype),
       c_(backend, Shape{m, n}, dtype == DType::bf16 ? DType::f32 : dtype) {
   backend.fill(a_, 0.5);
