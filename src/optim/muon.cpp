@@ -9,13 +9,9 @@ namespace ct {
 
 namespace {
 
-// Elements [offset, offset + shape.numel()) of an f32 buffer, seen with `shape`.
+// Elements [offset, offset + shape.numel()) of a 1-D buffer, seen with `shape` (range-checked).
 Tensor slice(const Buffer& buffer, int64_t offset, const Shape& shape) {
-  Tensor t = buffer.tensor();
-  check(offset + shape.numel() <= t.numel(), "Muon: scratch slice past the end");
-  t.data = static_cast<char*>(t.data) + offset * static_cast<int64_t>(sizeof(float));
-  t.shape = shape;
-  return t;
+  return buffer.tensor().rows(offset, offset + shape.numel()).reshaped(shape);
 }
 
 // The scratch holds at least this many elements, so that cpu-small's 24 matrices (3.1 M elements)
