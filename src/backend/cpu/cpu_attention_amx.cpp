@@ -30,6 +30,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/simd_math.h"
 #include "backend/cpu/transpose.h"
+#include "backend/cpu/work_array.h"
 #include "util/error.h"
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(CLOCKTRAIN_SIMD_AVX512)
@@ -53,15 +54,7 @@ constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
 int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
-// A work array of at least n elements, kept by the calling thread between calls: a training step
-// makes dozens of attention calls of one shape, and fresh arrays cost their page faults and zeroing
-// every time (~7% of the kernels' samples). The contents are stale: every user writes before it reads.
-template <typename T>
-T* work_array(std::vector<T>& storage, int64_t n) {
-  if (storage.size() < static_cast<size_t>(n)) storage.resize(static_cast<size_t>(n));
-  return storage.data();
-}
-
+// Each thread's work arrays (work_array.h; fresh ones per call were ~7% of the kernels' samples).
 struct ForwardWork {
   std::vector<uint32_t> kt, vv;  // the calling thread's: K and V packed for every (batch, kv head)
   std::vector<uint16_t> q_block, probs;

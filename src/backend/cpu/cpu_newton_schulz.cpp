@@ -22,6 +22,7 @@
 #include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/transpose.h"
+#include "backend/cpu/work_array.h"
 
 namespace ct {
 
@@ -63,31 +64,27 @@ void newton_schulz_exact(Backend& backend, std::vector<T>& x, int64_t m, int64_t
   if (x_view.data != x.data()) x.swap(x_next);  // an odd number of steps left the result in x_next
 }
 
-// The bf16 iteration's work arrays, kept between calls (one optimizer step makes dozens of calls on
-// a few shapes; fresh arrays cost their page faults and zeroing every time).
+// The bf16 iteration's work arrays, each thread's (work_array.h).
 struct Bf16Scratch {
   std::vector<float> gram, poly, product;
   std::vector<uint16_t> x16, gram16, poly16;
-  void size_for(int64_t m, int64_t n) {
-    for (std::vector<float>* v : {&gram, &poly}) v->resize(static_cast<size_t>(m * m));
-    product.resize(static_cast<size_t>(m * n));
-    x16.resize(static_cast<size_t>(m * n));
-    for (std::vector<uint16_t>* v : {&gram16, &poly16}) v->resize(static_cast<size_t>(m * m));
-  }
 };
 
 // x[m, n] (f32, normalised) is replaced by `steps` iterations with bf16 products, on the calling
 // thread (newton_schulz_many runs it inside its parallel region, where nested loops run serially).
 void newton_schulz_bf16(float* x, int64_t m, int64_t n, int steps, float a, float b, float c) {
   static thread_local Bf16Scratch scratch;
-  scratch.size_for(m, n);
-  float *gram = scratch.gram.data(), *poly = scratch.poly.data(), *product = scratch.product.data();
-  uint16_t *x16 = scratch.x16.data(), *gram16 = scratch.gram16.data(), *poly16 = scratch.poly16.data();
+  const int64_t mm = m * m, mn = m * n;
+  float* gram = work_array(scratch.gram, mm);
+  float* poly = work_array(scratch.poly, mm);
+  float* product = work_array(scratch.product, mn);
+  uint16_t* x16 = work_array(scratch.x16, mn);
+  uint16_t* gram16 = work_array(scratch.gram16, mm);
+  uint16_t* poly16 = work_array(scratch.poly16, mm);
   const char* op = "newton_schulz";
   auto round_to_bf16 = [&](uint16_t* dst, const float* src, int64_t count) {
     convert_elements(op, dst, DType::bf16, src, DType::f32, count);
   };
-  const int64_t mm = m * m, mn = m * n;
   for (int step = 0; step < steps; ++step) {
     round_to_bf16(x16, x, mn);
     // A = X X^T
@@ -111,19 +108,19 @@ void orthogonalise_bf16(float* x_out, const float* g, int64_t rows, int64_t cols
   double sum_squares = 0.0;
   for (int64_t i = 0; i < count; ++i) sum_squares += static_cast<double>(g[i]) * static_cast<double>(g[i]);
   const float inverse_norm = static_cast<float>(1.0 / (std::sqrt(sum_squares) + 1e-7));
-  static thread_local std::vector<float> x;
-  x.resize(static_cast<size_t>(count));
+  static thread_local std::vector<float> storage;
+  float* x = work_array(storage, count);
   if (transposed) {
-    transpose_blocked(rows, cols, x.data(), rows,
-                      [&](int64_t r, int64_t col) { return g[r * cols + col] * inverse_norm; });
+    transpose_into(x, g, rows, cols);
   } else {
-    for (int64_t i = 0; i < count; ++i) x[static_cast<size_t>(i)] = g[i] * inverse_norm;
+    std::copy(g, g + count, x);
   }
-  newton_schulz_bf16(x.data(), m, n, steps, a, b, c);
+  for (int64_t i = 0; i < count; ++i) x[i] *= inverse_norm;
+  newton_schulz_bf16(x, m, n, steps, a, b, c);
   if (transposed) {
-    transpose_into(x_out, x.data(), m, n);
+    transpose_into(x_out, x, m, n);
   } else {
-    std::copy(x.begin(), x.end(), x_out);
+    std::copy(x, x + count, x_out);
   }
 }
 

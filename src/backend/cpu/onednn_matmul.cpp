@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/work_array.h"
 #include "util/error.h"
 
 namespace ct {
@@ -105,9 +106,9 @@ MatmulKey make_key(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
 void* thread_scratchpad(size_t bytes) {
   thread_local std::vector<unsigned char> storage;
   constexpr size_t kAlign = 64;
-  if (storage.size() < bytes + kAlign) storage.resize(bytes + kAlign);
-  const auto address = reinterpret_cast<uintptr_t>(storage.data());
-  return storage.data() + (kAlign - address % kAlign) % kAlign;
+  unsigned char* base = work_array(storage, static_cast<int64_t>(bytes + kAlign));
+  const auto address = reinterpret_cast<uintptr_t>(base);
+  return base + (kAlign - address % kAlign) % kAlign;
 }
 
 void run_primitive(const MatmulEntry& entry, const uint16_t* a, const uint16_t* b, void* c) {
