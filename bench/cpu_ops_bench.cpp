@@ -2,7 +2,9 @@
 // n_embd 256, 2 heads of 128, MLP 1024, vocab 8192), next to the GEMM time of the same step, so that
 // speed work sees where the non-GEMM time goes.
 //
-//   build/release/bench/cpu_ops_bench [--threads 0] [--clock wall|thread-cpu] [--repeats 3]
+//   build/release/bench/cpu_ops_bench [--threads 0] [--clock wall|thread-cpu] [--repeats 3] [--only TEXT]
+//
+// --only times just the ops whose name contains TEXT (e.g. "bf16" for the AMX attention).
 //
 // Each line: best-of-repeats milliseconds per call and a rate: GFLOP/s for attention (4 B H T^2 D / 2
 // forward, 2.5x that backward) and GEMM, GB/s of tensor bytes read + written for the others.
@@ -11,7 +13,9 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "util/threads.h"
@@ -48,12 +52,13 @@ void report(const char* name, double seconds, double amount, const char* unit) {
 
 int main(int argc, char** argv) {
   int threads_wanted = 0, repeats = 3;
-  std::string clock = "wall";
+  std::string clock = "wall", only;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--threads") threads_wanted = std::stoi(value);
     else if (flag == "--clock") clock = value;
     else if (flag == "--repeats") repeats = std::stoi(value);
+    else if (flag == "--only") only = value;
     else {
       std::fprintf(stderr, "cpu_ops_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -95,34 +100,61 @@ int main(int argc, char** argv) {
   const double act_bytes = 4.0 * N * C, head_bytes = 4.0 * N * H * D, hidden_bytes = 4.0 * N * F,
                logit_bytes = 4.0 * N * V, table_bytes = 4.0 * V * C;
   const double attention_flop = 4.0 * B * H * T * (T + 1) / 2.0 * D;
-  auto time = [&](const std::function<void()>& fn) { return best_seconds(fn, repeats); };
+  // times fn (best of the repeats) and prints a line, for the ops whose name contains --only
+  auto measure = [&](const char* name, const std::function<void()>& fn, double amount, const char* unit) {
+    if (std::string(name).find(only) != std::string::npos) report(name, best_seconds(fn, repeats), amount, unit);
+  };
 
-  report("gemm mlp_up fwd [N,C]x[C,4C]", time([&] { be.gemm(x, w_up, hidden, false, true); }), 2.0 * N * F * C, "GFLOP/s");
-  report("rmsnorm_forward [N,C]", time([&] { be.rmsnorm_forward(y, rstd, x, 1.19e-7); }), 2 * act_bytes, "GB/s");
-  report("rmsnorm_backward [N,C]", time([&] { be.rmsnorm_backward(dx, y, y, rstd); }), 4 * act_bytes, "GB/s");
-  report("rope_qknorm_forward [B,T,H,D]", time([&] { be.rope_qknorm_forward(out, rstd_heads, q, cos, sin, 0, 1.19e-7); }),
+  measure("gemm mlp_up fwd [N,C]x[C,4C]", [&] { be.gemm(x, w_up, hidden, false, true); }, 2.0 * N * F * C, "GFLOP/s");
+  measure("rmsnorm_forward [N,C]", [&] { be.rmsnorm_forward(y, rstd, x, 1.19e-7); }, 2 * act_bytes, "GB/s");
+  measure("rmsnorm_backward [N,C]", [&] { be.rmsnorm_backward(dx, y, y, rstd); }, 4 * act_bytes, "GB/s");
+  measure("rope_qknorm_forward [B,T,H,D]", [&] { be.rope_qknorm_forward(out, rstd_heads, q, cos, sin, 0, 1.19e-7); },
          2 * head_bytes, "GB/s");
-  report("rope_qknorm_backward [B,T,H,D]", time([&] { be.rope_qknorm_backward(dq, out, out, rstd_heads, cos, sin, 0); }),
+  measure("rope_qknorm_backward [B,T,H,D]", [&] { be.rope_qknorm_backward(dq, out, out, rstd_heads, cos, sin, 0); },
          3 * head_bytes, "GB/s");
-  report("attention_forward", time([&] { be.attention_forward(out, lse, q, k, v, 0.088); }), attention_flop, "GFLOP/s");
-  report("attention_backward", time([&] { be.attention_backward(dq, dk, dv, out, out, lse, q, k, v, 0.088); }),
+  measure("attention_forward", [&] { be.attention_forward(out, lse, q, k, v, 0.088); }, attention_flop, "GFLOP/s");
+  measure("attention_backward", [&] { be.attention_backward(dq, dk, dv, out, out, lse, q, k, v, 0.088); },
          2.5 * attention_flop, "GFLOP/s");
-  report("relu2_forward [N,4C]", time([&] { be.relu2_forward(act, hidden); }), 2 * hidden_bytes, "GB/s");
-  report("relu2_backward [N,4C]", time([&] { be.relu2_backward(act, act, hidden); }), 3 * hidden_bytes, "GB/s");
-  report("cross_entropy_forward [N,V]", time([&] { be.softcap_cross_entropy_forward(losses, ct::Tensor{}, logits, targets, 15.0); }),
+  {
+    // bf16 attention (the AMX kernels where granted) on one trainer micro-batch (cpu-small's
+    // micro_batch_rows 8), random inputs: what a bf16 training step calls 4 times per layer
+    const int64_t Bm = 8;
+    const Shape shape16{Bm, T, H, D};
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> host(static_cast<size_t>(shape16.numel()));
+    auto random_bf16 = [&] {
+      Buffer b(be, shape16, DType::bf16);
+      for (float& value : host) value = normal(rng);
+      be.upload(b, host.data(), f32);
+      return b;
+    };
+    Buffer q16 = random_bf16(), k16 = random_bf16(), v16 = random_bf16(), dout16 = random_bf16();
+    Buffer out16(be, shape16, DType::bf16), lse16(be, Shape{Bm, H, T}, f32), dq16(be, shape16, DType::bf16),
+        dk16(be, shape16, DType::bf16), dv16(be, shape16, DType::bf16);
+    const double flop = attention_flop * static_cast<double>(Bm) / static_cast<double>(B);
+    measure("attention_forward bf16 [8,T,H,D]", [&] { be.attention_forward(out16, lse16, q16, k16, v16, 0.088); },
+           flop, "GFLOP/s");
+    measure("attention_backward bf16 [8,T,H,D]",
+           [&] { be.attention_backward(dq16, dk16, dv16, dout16, out16, lse16, q16, k16, v16, 0.088); },
+           2.5 * flop, "GFLOP/s");
+  }
+  measure("relu2_forward [N,4C]", [&] { be.relu2_forward(act, hidden); }, 2 * hidden_bytes, "GB/s");
+  measure("relu2_backward [N,4C]", [&] { be.relu2_backward(act, act, hidden); }, 3 * hidden_bytes, "GB/s");
+  measure("cross_entropy_forward [N,V]", [&] { be.softcap_cross_entropy_forward(losses, ct::Tensor{}, logits, targets, 15.0); },
          logit_bytes, "GB/s");
-  report("cross_entropy_backward [N,V] (in place)",
-         time([&] {
+  measure("cross_entropy_backward [N,V] (in place)",
+         [&] {
            be.fill(logits, 0.3);
            be.softcap_cross_entropy_backward(logits, logits, targets, 15.0, 1.0 / N);
-         }),
+         },
          3 * logit_bytes, "GB/s (incl. a refill)");
-  report("embedding_forward [N,C]", time([&] { be.embedding_forward(y, tokens, wte); }), 2 * act_bytes, "GB/s");
-  report("embedding_backward [N,C]", time([&] { be.embedding_backward(m, x, tokens); }), 2 * act_bytes, "GB/s");
-  report("adamw_update [V,C]", time([&] { be.adamw_update(wte, s, m, s, 1e-3, 0.8, 0.95, 1e-10, 0.0, 3); }),
+  measure("embedding_forward [N,C]", [&] { be.embedding_forward(y, tokens, wte); }, 2 * act_bytes, "GB/s");
+  measure("embedding_backward [N,C]", [&] { be.embedding_backward(m, x, tokens); }, 2 * act_bytes, "GB/s");
+  measure("adamw_update [V,C]", [&] { be.adamw_update(wte, s, m, s, 1e-3, 0.8, 0.95, 1e-10, 0.0, 3); },
          7 * table_bytes, "GB/s");
-  report("muon_momentum [4C,C]", time([&] { be.muon_momentum(u, buf, u, 0.95); }), 4.0 * 4 * F * C, "GB/s");
-  report("newton_schulz 5 steps [4C,C]", time([&] { be.newton_schulz(ortho, u, 5, 3.4445, -4.7750, 2.0315); }),
+  measure("muon_momentum [4C,C]", [&] { be.muon_momentum(u, buf, u, 0.95); }, 4.0 * 4 * F * C, "GB/s");
+  measure("newton_schulz 5 steps [4C,C]", [&] { be.newton_schulz(ortho, u, 5, 3.4445, -4.7750, 2.0315); },
          5 * (2.0 * C * C * F * 2 + 2.0 * C * C * C), "GFLOP/s");
   return 0;
 }

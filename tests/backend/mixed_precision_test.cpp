@@ -257,6 +257,7 @@ TEST(Bf16Attention, TiledKernelsMatchF64) {
   expect_bf16_attention_matches_f64({2, 100, 100, 4, 2, 64});   // GQA, T not a multiple of 64
   expect_bf16_attention_matches_f64({1, 64, 64, 2, 2, 128});    // one full block, head_dim 128
   expect_bf16_attention_matches_f64({1, 130, 130, 1, 1, 32});   // three blocks, the last of 2 rows
+  expect_bf16_attention_matches_f64({1, 257, 257, 2, 2, 128});  // five key blocks: two pairs and one alone
   expect_bf16_attention_matches_f64({2, 5, 77, 2, 1, 32});      // the KV-cache path: Tq < Tk (forward)
   expect_bf16_attention_matches_f64({1, 20, 20, 2, 2, 16});     // head_dim 16: never AMX
   // The AMX kernels keep their work arrays between calls (each thread's, sized by the largest call so

@@ -1,24 +1,28 @@
-// Causal attention on bf16 operands with AMX tiles: flash-style, on 64 x 64 tiles of scores, never a
-// T x T matrix. The math (online softmax forward; backward with P recomputed from lse and
-// D_i = dout_i . out_i) is cpu_attention.cpp's; this file is about the data layout.
+// Causal attention on bf16 operands with AMX tiles, by blocks of 64 queries (forward) or 64 keys
+// (backward) against every position the block sees: a [64 x T] slice of scores per thread, never a
+// T x T matrix. The math (softmax forward; backward with P recomputed from lse and D_i = dout_i .
+// out_i) is cpu_attention.cpp's; this file is about the data layout.
 //
 // AMX multiplies C[16 x 16] (f32) += A[16 x 32] (bf16, row-major) B[32 x 16] (bf16), where B must be
 // in "VNNI" layout: row p of the tile holds, for each of the 16 columns n, the pair
 // (B[2p][n], B[2p+1][n]) as one 32-bit word. tile_gemm() below computes C[M x N] (+)= A B with
-// 2 x 2 blocks of C tiles (8 tile registers: 4 of C, 2 of A, 2 of B). Every product of attention is
-// arranged so that its A operand is row-major and its B operand is pre-packed in VNNI layout:
+// 2 x 2 blocks of C tiles (8 tile registers: 4 of C, 2 of A, 2 of B), the C tiles kept in registers
+// over the whole K: loading and storing accumulators costs as much as a short product, so every
+// product below runs over as long a K as the data allows. Every product is arranged so that its A
+// operand is row-major and its B operand is pre-packed in VNNI layout:
 //
-//   forward, per (batch, head, block of 64 queries), over key blocks:
-//     S   = Q K^T      A = Q rows                B = K "pairs over columns" (the 32-bit transpose of K)
-//     O  += P V        A = P (bf16, from S)      B = V "pairs over rows"
-//   backward, per (batch, kv head), over key blocks (outer) and query blocks (inner), in the
-//   transposed orientation so that dK and dV accumulate in one f32 tile per key block:
+//   forward, per (batch, head, block of 64 queries), over all the keys the block sees at once:
+//     S  = Q K^T      A = Q rows                B = K "pairs over columns" (the 32-bit transpose of K)
+//     P  = exp(scale S - scale rowmax(S)), masked; lse = scale rowmax + log(rowsum P)
+//     O  = P V / rowsum P     A = P (bf16)      B = V "pairs over rows"
+//   backward, per (batch, kv head), over key blocks, each against every query that sees it, in the
+//   transposed orientation so that dK and dV accumulate in tile registers over all those queries:
 //     S^T  = K Q^T     A = K rows                B = Q pairs over columns
 //     dP^T = V dO^T    A = V rows                B = dO pairs over columns
 //     P^T = exp(scale S^T - lse),  dS^T = scale P^T (dP^T - D)          (f32, AVX-512, masked)
-//     dV  += P^T dO    A = P^T (bf16)            B = dO pairs over rows
-//     dK  += dS^T Q    A = dS^T (bf16)           B = Q pairs over rows
-//     dQ^T += K^T dS   A = K^T (16-bit transpose of K)   B = dS^T pairs over rows (packed from the tile)
+//     dV   = P^T dO    A = P^T (bf16)            B = dO pairs over rows
+//     dK   = dS^T Q    A = dS^T (bf16)           B = Q pairs over rows
+//     dQ^T += K^T dS   A = K^T (16-bit transpose of K)   B = dS^T pairs over rows, two key blocks at once
 //   and dQ = (dQ^T)^T at the end. Packing costs O(T D) per head against O(T^2 D) for the products.
 //
 // Every buffer is padded to a multiple of 64 rows with zeros, and masked entries of P and dS are
@@ -54,6 +58,15 @@ constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
 int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
+// A row stride (in elements) of at least `elements` whose size is an odd number of 64-byte lines. Tiles
+// load and store 16 rows at a time; rows a power of two of lines apart (512 keys of f32: 2 KB) map to
+// a few L1 sets only and evict each other, an odd number of lines apart they spread over all sets.
+int64_t spread_stride(int64_t elements, int64_t element_bytes) {
+  const int64_t per_line = 64 / element_bytes;
+  const int64_t lines = (elements + per_line - 1) / per_line;
+  return (lines % 2 == 0 ? lines + 1 : lines) * per_line;
+}
+
 // Each thread's work arrays (work_array.h; fresh ones per call were ~7% of the kernels' samples).
 struct ForwardWork {
   std::vector<uint32_t> kt, vv;  // the calling thread's: K and V packed for every (batch, kv head)
@@ -63,7 +76,7 @@ struct ForwardWork {
 
 struct BackwardWork {
   std::vector<uint16_t> k_rows, v_rows, k_t, pt, dst;
-  std::vector<uint32_t> qt, qv, dot, dov, dsv;
+  std::vector<uint32_t> k_pairs, qt, qv, dot, dov, dsv;
   std::vector<float> delta, lse_h, dq_t, st, dpt, dk_acc, dv_acc, dq_rows;
 };
 
@@ -132,7 +145,7 @@ void copy_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, 
 }
 
 // VNNI of X as the B operand of a product over X's rows: out[p][c] = (x[2p][c], x[2p+1][c]),
-// p < rows_pad / 2.
+// p < rows_pad / 2 (cols a multiple of 16).
 void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
                           int64_t rows_pad) {
   for (int64_t p = 0; p < rows_pad / 2; ++p) {
@@ -140,8 +153,12 @@ void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int
     const uint16_t* x0 = r0 < rows ? x + r0 * x_stride : nullptr;
     const uint16_t* x1 = r1 < rows ? x + r1 * x_stride : nullptr;
     uint32_t* o = out + p * cols;
-    for (int64_t c = 0; c < cols; ++c)
-      o[c] = (x0 ? uint32_t{x0[c]} : 0u) | (x1 ? uint32_t{x1[c]} << 16 : 0u);
+    auto widen = [](const uint16_t* row, int64_t c) {  // 16 values zero-extended to 32 bits
+      return row ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)))
+                 : _mm512_setzero_si512();
+    };
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm512_storeu_si512(o + c, _mm512_or_si512(widen(x0, c), _mm512_slli_epi32(widen(x1, c), 16)));
   }
 }
 
@@ -155,11 +172,21 @@ void pack_pairs_over_columns(const uint16_t* x, int64_t x_stride, int64_t rows, 
   for (int64_t p = 0; p < pairs; ++p) std::fill(out + p * rows_pad + rows, out + (p + 1) * rows_pad, 0u);
 }
 
-// out[c][r] = x[r][c]: [cols x rows_pad], zero past `rows`.
+// out[c][r] = x[r][c] for r < rows_pad (zero past `rows`; rows_pad a multiple of 16, cols even), row
+// stride out_stride: the 32-bit transpose of x's pairs into `pairs` ([cols / 2 x rows_pad] words),
+// then each row of pairs split into its low halves (out row 2p) and high halves (row 2p + 1).
 void transpose_bf16(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint16_t* out,
-                    int64_t rows_pad) {
-  transpose_blocked(rows, cols, out, rows_pad, [&](int64_t r, int64_t c) { return x[r * x_stride + c]; });
-  for (int64_t c = 0; c < cols; ++c) std::fill(out + c * rows_pad + rows, out + (c + 1) * rows_pad, uint16_t{0});
+                    int64_t out_stride, uint32_t* pairs, int64_t rows_pad) {
+  pack_pairs_over_columns(x, x_stride, rows, cols, pairs, rows_pad);
+  for (int64_t p = 0; p < cols / 2; ++p) {
+    uint16_t* low = out + 2 * p * out_stride;
+    uint16_t* high = low + out_stride;
+    for (int64_t r = 0; r < rows_pad; r += 16) {
+      const __m512i w = _mm512_loadu_si512(pairs + p * rows_pad + r);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + r), _mm512_cvtepi32_epi16(w));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(high + r), _mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+    }
+  }
 }
 
 // sum_d a[d] b[d] over n bf16 values (n a multiple of 16), in f32.
@@ -203,7 +230,8 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len;
   const int64_t tk_pad = round_up(Tk, kTile), heads_kv = dims.batch * dims.kv_heads;
-  const int64_t kt_size = D / 2 * tk_pad, vv_size = tk_pad / 2 * D;
+  const int64_t kt_stride = spread_stride(tk_pad, 4);  // words per row of packed K
+  const int64_t kt_size = D / 2 * kt_stride, vv_size = tk_pad / 2 * D;
   // K and V of every (batch, kv head), packed once and shared by all query blocks.
   static thread_local ForwardWork shared;
   uint32_t* kt = work_array(shared.kt, heads_kv * kt_size);
@@ -211,7 +239,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
 #pragma omp parallel for schedule(static)
   for (int64_t bg = 0; bg < heads_kv; ++bg) {
     const int64_t b = bg / dims.kv_heads, g = bg % dims.kv_heads;
-    pack_pairs_over_columns(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt + bg * kt_size, tk_pad);
+    pack_pairs_over_columns(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt + bg * kt_size, kt_stride);
     pack_pairs_over_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, vv + bg * vv_size, tk_pad);
   }
   const int64_t query_blocks = (Tq + kTile - 1) / kTile;
@@ -221,10 +249,10 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
     configure_tiles();
     static thread_local ForwardWork work;
     uint16_t* q_block = work_array(work.q_block, kTile * D);
-    uint16_t* probs = work_array(work.probs, kTile * kTile);
-    float* scores = work_array(work.scores, kTile * kTile);
+    uint16_t* probs = work_array(work.probs, kTile * spread_stride(tk_pad, 2));
+    float* scores = work_array(work.scores, kTile * spread_stride(tk_pad, 4));
     float* acc = work_array(work.acc, kTile * D);
-    float running_max[kTile], running_sum[kTile];
+    float inv_sum[kTile];
 #pragma omp for collapse(3) schedule(dynamic)
     for (int64_t b = 0; b < dims.batch; ++b)
       for (int64_t h = 0; h < dims.heads; ++h)
@@ -232,56 +260,44 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
           const int64_t bg = b * dims.kv_heads + h / s.group();
           const int64_t i0 = block * kTile, queries = std::min(Tq - i0, kTile);
           const int64_t key_end = std::min(Tk, s.key_offset() + i0 + queries);  // keys the last query sees
+          const int64_t keys_pad = round_up(key_end, 32);                         // <= tk_pad: K, V are padded
+          const int64_t s_stride = spread_stride(keys_pad, 4), p_stride = spread_stride(keys_pad, 2);
           copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block, kTile);
-          std::fill(acc, acc + kTile * D, 0.0f);
-          std::fill(probs, probs + kTile * kTile, uint16_t{0});  // rows past `queries` stay 0
-          std::fill(running_max, running_max + kTile, -INFINITY);
-          std::fill(running_sum, running_sum + kTile, 0.0f);
-          for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
-            // S = Q K^T for keys j0 .. j0 + 63
-            tile_gemm(scores, kTile, q_block, D, kt + bg * kt_size + j0, tk_pad, kTile, kTile, D, false);
-            for (int64_t r = 0; r < queries; ++r) {
-              const int64_t visible = std::min(s.key_offset() + i0 + r + 1, Tk) - j0;  // keys of this block it sees
-              uint16_t* p_row = probs + r * kTile;
-              if (visible <= 0) {
-                std::fill(p_row, p_row + kTile, uint16_t{0});
-                continue;
-              }
-              __m512 x[4];
-              __mmask16 mask[4];
-              float block_max = -INFINITY;
-              for (int c = 0; c < 4; ++c) {
-                mask[c] = lanes_below(visible - 16 * c);
-                x[c] = _mm512_mul_ps(_mm512_loadu_ps(scores + r * kTile + 16 * c), scale_v);
-                if (mask[c]) block_max = std::max(block_max, _mm512_mask_reduce_max_ps(mask[c], x[c]));
-              }
-              const float new_max = std::max(running_max[r], block_max);
-              const float correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
-              const __m512 shift = _mm512_set1_ps(new_max);
-              __m512 total = _mm512_setzero_ps();
-              for (int c = 0; c < 4; ++c) {
-                const __m512 p = _mm512_maskz_mov_ps(mask[c], simd::exp(_mm512_sub_ps(x[c], shift)));
-                total = _mm512_add_ps(total, p);
-                simd::store_bf16(p_row + 16 * c, p);
-              }
-              running_sum[r] = running_sum[r] * correction + _mm512_reduce_add_ps(total);
-              running_max[r] = new_max;
-              if (correction != 1.0f) {
-                float* acc_row = acc + r * D;
-                const __m512 corr = _mm512_set1_ps(correction);
-                for (int64_t d = 0; d < D; d += 16)
-                  _mm512_storeu_ps(acc_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc_row + d), corr));
-              }
+          // S = Q K^T over every key the block sees, [64 x keys_pad]
+          tile_gemm(scores, s_stride, q_block, D, kt + bg * kt_size, kt_stride, kTile, keys_pad, D, false);
+          for (int64_t r = 0; r < kTile; ++r) {
+            uint16_t* p_row = probs + r * p_stride;
+            const int64_t visible = r < queries ? std::min(s.key_offset() + i0 + r + 1, Tk) : 0;
+            if (visible <= 0) {  // padding rows: P = 0 keeps their output rows (never stored) finite
+              std::fill(p_row, p_row + keys_pad, uint16_t{0});
+              inv_sum[r] = 0.0f;
+              continue;
             }
-            // O += P V
-            tile_gemm(acc, D, probs, kTile, vv + bg * vv_size + (j0 / 2) * D, D, kTile, D, kTile, true);
+            const float* s_row = scores + r * s_stride;
+            __m512 max_v = _mm512_set1_ps(-INFINITY);
+            for (int64_t c = 0; c < keys_pad; c += 16)
+              max_v = _mm512_mask_max_ps(max_v, lanes_below(visible - c), max_v, _mm512_loadu_ps(s_row + c));
+            // p = exp(scale (s - max)): the row's exact max, so no rescaling of earlier blocks
+            const float row_max = _mm512_reduce_max_ps(max_v);
+            const __m512 shift = _mm512_set1_ps(scale * row_max);
+            __m512 total = _mm512_setzero_ps();
+            for (int64_t c = 0; c < keys_pad; c += 16) {
+              const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s_row + c), scale_v, shift);
+              const __m512 p = _mm512_maskz_mov_ps(lanes_below(visible - c), simd::exp(x));
+              total = _mm512_add_ps(total, p);
+              simd::store_bf16(p_row + c, p);
+            }
+            const float sum = _mm512_reduce_add_ps(total);
+            inv_sum[r] = 1.0f / sum;
+            lse[s.lse_row(b, h) + i0 + r] = scale * row_max + std::log(sum);
           }
+          // O = P V, the accumulators kept in tile registers over all the keys
+          tile_gemm(acc, D, probs, p_stride, vv + bg * vv_size, D, kTile, D, keys_pad, false);
           for (int64_t r = 0; r < queries; ++r) {
             uint16_t* out_row = out + s.q_row(b, i0 + r, h);
-            const __m512 inv_sum = _mm512_set1_ps(1.0f / running_sum[r]);
+            const __m512 inv = _mm512_set1_ps(inv_sum[r]);
             for (int64_t d = 0; d < D; d += 16)
-              simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv_sum));
-            lse[s.lse_row(b, h) + i0 + r] = running_max[r] + std::log(running_sum[r]);
+              simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv));
           }
         }
     _tile_release();
@@ -294,7 +310,9 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len, G = s.group();
   const int64_t tq_pad = round_up(Tq, kTile), tk_pad = round_up(Tk, kTile);
-  const int64_t per_head_words = D / 2 * tq_pad;  // each of qt, qv, dot, dov (32-bit words)
+  const int64_t q_words = spread_stride(tq_pad, 4);  // row stride of Q and dO packed over columns
+  const int64_t per_head_words = D / 2 * q_words;     // each of qt, qv, dot, dov (32-bit words)
+  const int64_t dq_stride = spread_stride(tq_pad, 4), kt_stride = spread_stride(tk_pad, 2);
   const __m512 scale_v = _mm512_set1_ps(scale);
   // the lane index 0..15 of a 16-query chunk, for the causal mask
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -304,36 +322,41 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
     static thread_local BackwardWork work;
     uint16_t* k_rows = work_array(work.k_rows, tk_pad * D);
     uint16_t* v_rows = work_array(work.v_rows, tk_pad * D);
-    uint16_t* k_t = work_array(work.k_t, tk_pad * D);
+    uint16_t* k_t = work_array(work.k_t, kt_stride * D);
+    uint32_t* k_pairs = work_array(work.k_pairs, D / 2 * tk_pad);
     uint32_t* qt = work_array(work.qt, G * per_head_words);
     uint32_t* qv = work_array(work.qv, G * per_head_words);
     uint32_t* dot = work_array(work.dot, G * per_head_words);
     uint32_t* dov = work_array(work.dov, G * per_head_words);
     float* delta = work_array(work.delta, G * tq_pad);
     float* lse_h = work_array(work.lse_h, G * tq_pad);
-    const int64_t dq_t_size = G * D * tq_pad;
+    const int64_t dq_t_size = G * D * dq_stride;
     float* dq_t = work_array(work.dq_t, dq_t_size);
-    float* st = work_array(work.st, kTile * kTile);
-    float* dpt = work_array(work.dpt, kTile * kTile);
+    // one key block's scores against every query that sees it: [64 x tq_pad] (rows: keys)
+    float* st = work_array(work.st, kTile * spread_stride(tq_pad, 4));
+    float* dpt = work_array(work.dpt, kTile * spread_stride(tq_pad, 4));
     float* dk_acc = work_array(work.dk_acc, kTile * D);
     float* dv_acc = work_array(work.dv_acc, kTile * D);
     float* dq_rows = work_array(work.dq_rows, tq_pad * D);
-    uint16_t* pt = work_array(work.pt, kTile * kTile);
-    uint16_t* dst = work_array(work.dst, kTile * kTile);
-    uint32_t* dsv = work_array(work.dsv, kTile / 2 * kTile);
+    uint16_t* pt = work_array(work.pt, kTile * spread_stride(tq_pad, 2));
+    uint16_t* dst = work_array(work.dst, kTile * spread_stride(tq_pad, 2));
+    // dS^T of two key blocks, each head's: dQ^T += K^T dS runs once per pair (128 keys), since every run
+    // loads and stores its dQ^T accumulators
+    const int64_t dsv_size = kTile * spread_stride(tq_pad, 4);
+    uint32_t* dsv = work_array(work.dsv, G * dsv_size);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < dims.batch; ++b)
       for (int64_t g = 0; g < dims.kv_heads; ++g) {
         copy_rows(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_rows, tk_pad);
         copy_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, v_rows, tk_pad);
-        transpose_bf16(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_t, tk_pad);
+        transpose_bf16(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, k_t, kt_stride, k_pairs, tk_pad);
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
           const uint16_t* q_h = q + s.q_row(b, 0, h);
           const uint16_t* do_h = dout + s.q_row(b, 0, h);
-          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt + hg * per_head_words, tq_pad);
+          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt + hg * per_head_words, q_words);
           pack_pairs_over_rows(q_h, s.q_stride(), Tq, D, qv + hg * per_head_words, tq_pad);
-          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot + hg * per_head_words, tq_pad);
+          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot + hg * per_head_words, q_words);
           pack_pairs_over_rows(do_h, s.q_stride(), Tq, D, dov + hg * per_head_words, tq_pad);
           float* delta_h = delta + hg * tq_pad;
           float* lse_row = lse_h + hg * tq_pad;
@@ -345,53 +368,62 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
         std::fill(dq_t, dq_t + dq_t_size, 0.0f);
         for (int64_t j0 = 0; j0 < Tk; j0 += kTile) {
           const int64_t keys = std::min(Tk - j0, kTile);
-          std::fill(dk_acc, dk_acc + kTile * D, 0.0f);
-          std::fill(dv_acc, dv_acc + kTile * D, 0.0f);
-          const int64_t first_query = std::max<int64_t>(0, j0 - s.key_offset()) / kTile * kTile;
+          // the queries that see a key of this block: i0 .. tq_pad (a multiple of 64 wide)
+          const int64_t i0 = std::max<int64_t>(0, j0 - s.key_offset()) / kTile * kTile, width = tq_pad - i0;
+          const int64_t f32_stride = spread_stride(width, 4), bf16_stride = spread_stride(width, 2);
+          // the pair of key blocks this one belongs to: dS^T rows of the second block go below the first's,
+          // in the first block's columns (its queries are a superset), zero where the second sees none
+          const int64_t half = (j0 / kTile) % 2, pair_j0 = j0 - half * kTile;
+          const int64_t pair_i0 = std::max<int64_t>(0, pair_j0 - s.key_offset()) / kTile * kTile;
+          const int64_t pair_width = tq_pad - pair_i0, pair_stride = spread_stride(pair_width, 4);
+          const bool pair_done = half == 1 || j0 + kTile >= Tk;
           for (int64_t hg = 0; hg < G; ++hg) {
-            const float* delta_h = delta + hg * tq_pad;
-            const float* lse_row = lse_h + hg * tq_pad;
-            for (int64_t i0 = first_query; i0 < Tq; i0 += kTile) {
-              // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
-              tile_gemm(st, kTile, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_pad, kTile, kTile, D, false);
-              tile_gemm(dpt, kTile, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_pad, kTile, kTile, D, false);
-              __m512 lse_v[4], delta_v[4];
-              for (int c = 0; c < 4; ++c) {
-                lse_v[c] = _mm512_loadu_ps(lse_row + i0 + 16 * c);
-                delta_v[c] = _mm512_loadu_ps(delta_h + i0 + 16 * c);
-              }
-              for (int64_t r = 0; r < kTile; r += 2) {
-                __m512 ds_pair[2][4];
+            uint32_t* dsv_h = dsv + hg * dsv_size + half * (kTile / 2) * pair_stride;  // this block's rows
+            for (int64_t r = 0; r < kTile / 2; ++r)
+              std::fill(dsv_h + r * pair_stride, dsv_h + r * pair_stride + (i0 - pair_i0), 0u);
+            dsv_h += i0 - pair_i0;
+            const float* delta_h = delta + hg * tq_pad + i0;
+            const float* lse_row = lse_h + hg * tq_pad + i0;
+            // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
+            tile_gemm(st, f32_stride, k_rows + j0 * D, D, qt + hg * per_head_words + i0, q_words, kTile, width, D, false);
+            tile_gemm(dpt, f32_stride, v_rows + j0 * D, D, dot + hg * per_head_words + i0, q_words, kTile, width, D,
+                      false);
+            for (int64_t r = 0; r < kTile; r += 2) {
+              for (int64_t c = 0; c < width; c += 16) {
+                __m512 ds_pair[2];
+                const __m512 lse_v = _mm512_loadu_ps(lse_row + c), delta_v = _mm512_loadu_ps(delta_h + c);
                 for (int64_t rr = 0; rr < 2; ++rr) {
-                  const int64_t row = r + rr, j = j0 + row;
-                  for (int c = 0; c < 4; ++c) {
-                    // query i = i0 + 16c + lane is visible to key j when key_offset + i >= j, i < Tq, j < Tk
-                    const int64_t i_base = i0 + 16 * c;
-                    __mmask16 mask = 0;
-                    if (j < Tk) {
-                      mask = lanes_below(Tq - i_base) &
-                             _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base)));
-                    }
-                    const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * kTile + 16 * c), scale_v, lse_v[c]);
-                    const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
-                    const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * kTile + 16 * c), delta_v[c]);
-                    const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
-                    simd::store_bf16(pt + row * kTile + 16 * c, p);
-                    simd::store_bf16(dst + row * kTile + 16 * c, ds);
-                    ds_pair[rr][c] = ds;
+                  const int64_t row = r + rr, j = j0 + row, i_base = i0 + c;
+                  // query i = i_base + lane is visible to key j when key_offset + i >= j, i < Tq, j < Tk
+                  __mmask16 mask = 0;
+                  if (j < Tk) {
+                    mask = lanes_below(Tq - i_base) &
+                           _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base)));
                   }
+                  const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * f32_stride + c), scale_v, lse_v);
+                  const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
+                  const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * f32_stride + c), delta_v);
+                  const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
+                  simd::store_bf16(pt + row * bf16_stride + c, p);
+                  simd::store_bf16(dst + row * bf16_stride + c, ds);
+                  ds_pair[rr] = ds;
                 }
                 // dS^T rows r and r+1 interleaved: the VNNI B operand of dQ^T += K^T dS
-                for (int c = 0; c < 4; ++c) {
-                  const __m512i lo = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[0][c]));
-                  const __m512i hi = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[1][c]));
-                  _mm512_storeu_si512(dsv + (r / 2) * kTile + 16 * c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-                }
+                const __m512i lo = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[0]));
+                const __m512i hi = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[1]));
+                _mm512_storeu_si512(dsv_h + (r / 2) * pair_stride + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
               }
-              tile_gemm(dv_acc, D, pt, kTile, dov + hg * per_head_words + (i0 / 2) * D, D, kTile, D, kTile, true);
-              tile_gemm(dk_acc, D, dst, kTile, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, kTile, true);
-              tile_gemm(dq_t + hg * D * tq_pad + i0, tq_pad, k_t + j0, tk_pad, dsv, kTile, D, kTile, kTile, true);
             }
+            // dV (+)= P^T dO and dK (+)= dS^T Q over all the queries at once (accumulators in tiles);
+            // dQ^T += K^T dS over the pair's keys once both blocks are in
+            const bool accumulate = hg > 0;
+            tile_gemm(dv_acc, D, pt, bf16_stride, dov + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
+                      accumulate);
+            tile_gemm(dk_acc, D, dst, bf16_stride, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
+                      accumulate);
+            if (pair_done)
+              tile_gemm(dq_t + hg * D * dq_stride + pair_i0, dq_stride, k_t + pair_j0, kt_stride, dsv + hg * dsv_size,
+                        pair_stride, D, pair_width, (half + 1) * kTile, true);
           }
           for (int64_t row = 0; row < keys; ++row) {
             const int64_t at = s.kv_row(b, j0 + row, g);
@@ -409,8 +441,8 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
         }
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
-          const float* dqt_h = dq_t + hg * D * tq_pad;
-          transpose_32bit(dqt_h, tq_pad, D, Tq, dq_rows, D);
+          const float* dqt_h = dq_t + hg * D * dq_stride;
+          transpose_32bit(dqt_h, dq_stride, D, Tq, dq_rows, D);
           for (int64_t i = 0; i < Tq; ++i) {
             const int64_t at = s.q_row(b, i, h);
             if (dq_bf16) {
