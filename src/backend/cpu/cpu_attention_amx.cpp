@@ -310,9 +310,11 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len, G = s.group();
   const int64_t tq_pad = round_up(Tq, kTile), tk_pad = round_up(Tk, kTile);
-  const int64_t q_words = spread_stride(tq_pad, 4);  // row stride of Q and dO packed over columns
-  const int64_t per_head_words = D / 2 * q_words;     // each of qt, qv, dot, dov (32-bit words)
-  const int64_t dq_stride = spread_stride(tq_pad, 4), kt_stride = spread_stride(tk_pad, 2);
+  // Row strides over all the queries: of 32-bit rows (Q and dO packed over columns, dQ^T, and the
+  // largest S^T, dP^T and paired dS^T slices) and of 16-bit rows (the largest P^T and dS^T slices).
+  const int64_t tq_words = spread_stride(tq_pad, 4), tq_halves = spread_stride(tq_pad, 2);
+  const int64_t per_head_words = D / 2 * tq_words;  // each of qt, qv, dot, dov (32-bit words)
+  const int64_t kt_stride = spread_stride(tk_pad, 2);
   const __m512 scale_v = _mm512_set1_ps(scale);
   // the lane index 0..15 of a 16-query chunk, for the causal mask
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -330,19 +332,19 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
     uint32_t* dov = work_array(work.dov, G * per_head_words);
     float* delta = work_array(work.delta, G * tq_pad);
     float* lse_h = work_array(work.lse_h, G * tq_pad);
-    const int64_t dq_t_size = G * D * dq_stride;
+    const int64_t dq_t_size = G * D * tq_words;
     float* dq_t = work_array(work.dq_t, dq_t_size);
     // one key block's scores against every query that sees it: [64 x tq_pad] (rows: keys)
-    float* st = work_array(work.st, kTile * spread_stride(tq_pad, 4));
-    float* dpt = work_array(work.dpt, kTile * spread_stride(tq_pad, 4));
+    float* st = work_array(work.st, kTile * tq_words);
+    float* dpt = work_array(work.dpt, kTile * tq_words);
     float* dk_acc = work_array(work.dk_acc, kTile * D);
     float* dv_acc = work_array(work.dv_acc, kTile * D);
     float* dq_rows = work_array(work.dq_rows, tq_pad * D);
-    uint16_t* pt = work_array(work.pt, kTile * spread_stride(tq_pad, 2));
-    uint16_t* dst = work_array(work.dst, kTile * spread_stride(tq_pad, 2));
+    uint16_t* pt = work_array(work.pt, kTile * tq_halves);
+    uint16_t* dst = work_array(work.dst, kTile * tq_halves);
     // dS^T of two key blocks, each head's: dQ^T += K^T dS runs once per pair (128 keys), since every run
     // loads and stores its dQ^T accumulators
-    const int64_t dsv_size = kTile * spread_stride(tq_pad, 4);
+    const int64_t dsv_size = kTile * tq_words;
     uint32_t* dsv = work_array(work.dsv, G * dsv_size);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < dims.batch; ++b)
@@ -354,9 +356,9 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
           const int64_t h = g * G + hg;
           const uint16_t* q_h = q + s.q_row(b, 0, h);
           const uint16_t* do_h = dout + s.q_row(b, 0, h);
-          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt + hg * per_head_words, q_words);
+          pack_pairs_over_columns(q_h, s.q_stride(), Tq, D, qt + hg * per_head_words, tq_words);
           pack_pairs_over_rows(q_h, s.q_stride(), Tq, D, qv + hg * per_head_words, tq_pad);
-          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot + hg * per_head_words, q_words);
+          pack_pairs_over_columns(do_h, s.q_stride(), Tq, D, dot + hg * per_head_words, tq_words);
           pack_pairs_over_rows(do_h, s.q_stride(), Tq, D, dov + hg * per_head_words, tq_pad);
           float* delta_h = delta + hg * tq_pad;
           float* lse_row = lse_h + hg * tq_pad;
@@ -385,32 +387,33 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
             const float* delta_h = delta + hg * tq_pad + i0;
             const float* lse_row = lse_h + hg * tq_pad + i0;
             // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
-            tile_gemm(st, f32_stride, k_rows + j0 * D, D, qt + hg * per_head_words + i0, q_words, kTile, width, D, false);
-            tile_gemm(dpt, f32_stride, v_rows + j0 * D, D, dot + hg * per_head_words + i0, q_words, kTile, width, D,
+            tile_gemm(st, f32_stride, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_words, kTile, width, D,
+                      false);
+            tile_gemm(dpt, f32_stride, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_words, kTile, width, D,
                       false);
             for (int64_t r = 0; r < kTile; r += 2) {
               for (int64_t c = 0; c < width; c += 16) {
-                __m512 ds_pair[2];
+                __m256i ds_pair[2];  // dS^T of rows r and r + 1, rounded to bf16
                 const __m512 lse_v = _mm512_loadu_ps(lse_row + c), delta_v = _mm512_loadu_ps(delta_h + c);
                 for (int64_t rr = 0; rr < 2; ++rr) {
                   const int64_t row = r + rr, j = j0 + row, i_base = i0 + c;
                   // query i = i_base + lane is visible to key j when key_offset + i >= j, i < Tq, j < Tk
                   __mmask16 mask = 0;
                   if (j < Tk) {
-                    mask = lanes_below(Tq - i_base) &
-                           _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base)));
+                    const __m512i first_visible = _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base));
+                    mask = lanes_below(Tq - i_base) & _mm512_cmpge_epi32_mask(lane, first_visible);
                   }
                   const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * f32_stride + c), scale_v, lse_v);
                   const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
                   const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * f32_stride + c), delta_v);
                   const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
                   simd::store_bf16(pt + row * bf16_stride + c, p);
-                  simd::store_bf16(dst + row * bf16_stride + c, ds);
-                  ds_pair[rr] = ds;
+                  ds_pair[rr] = simd::round_to_bf16(ds);
+                  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + row * bf16_stride + c), ds_pair[rr]);
                 }
                 // dS^T rows r and r+1 interleaved: the VNNI B operand of dQ^T += K^T dS
-                const __m512i lo = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[0]));
-                const __m512i hi = _mm512_cvtepu16_epi32(simd::round_to_bf16(ds_pair[1]));
+                const __m512i lo = _mm512_cvtepu16_epi32(ds_pair[0]);
+                const __m512i hi = _mm512_cvtepu16_epi32(ds_pair[1]);
                 _mm512_storeu_si512(dsv_h + (r / 2) * pair_stride + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
               }
             }
@@ -422,7 +425,7 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
             tile_gemm(dk_acc, D, dst, bf16_stride, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
                       accumulate);
             if (pair_done)
-              tile_gemm(dq_t + hg * D * dq_stride + pair_i0, dq_stride, k_t + pair_j0, kt_stride, dsv + hg * dsv_size,
+              tile_gemm(dq_t + hg * D * tq_words + pair_i0, tq_words, k_t + pair_j0, kt_stride, dsv + hg * dsv_size,
                         pair_stride, D, pair_width, (half + 1) * kTile, true);
           }
           for (int64_t row = 0; row < keys; ++row) {
@@ -441,8 +444,8 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
         }
         for (int64_t hg = 0; hg < G; ++hg) {
           const int64_t h = g * G + hg;
-          const float* dqt_h = dq_t + hg * D * dq_stride;
-          transpose_32bit(dqt_h, dq_stride, D, Tq, dq_rows, D);
+          const float* dqt_h = dq_t + hg * D * tq_words;
+          transpose_32bit(dqt_h, tq_words, D, Tq, dq_rows, D);
           for (int64_t i = 0; i < Tq; ++i) {
             const int64_t at = s.q_row(b, i, h);
             if (dq_bf16) {
