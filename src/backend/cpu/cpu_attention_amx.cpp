@@ -285,7 +285,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
               const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s_row + c), scale_v, shift);
               const __m512 p = _mm512_maskz_mov_ps(lanes_below(visible - c), simd::exp(x));
               total = _mm512_add_ps(total, p);
-              simd::store_bf16(p_row + c, p);
+              simd::store_bf16_flushing(p_row + c, p);
             }
             const float sum = _mm512_reduce_add_ps(total);
             inv_sum[r] = 1.0f / sum;
@@ -407,8 +407,8 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
                   const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));
                   const __m512 dp = _mm512_sub_ps(_mm512_loadu_ps(dpt + row * f32_stride + c), delta_v);
                   const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, dp), scale_v);
-                  simd::store_bf16(pt + row * bf16_stride + c, p);
-                  ds_pair[rr] = simd::round_to_bf16(ds);
+                  simd::store_bf16_flushing(pt + row * bf16_stride + c, p);
+                  ds_pair[rr] = simd::round_to_bf16_flushing(ds);
                   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + row * bf16_stride + c), ds_pair[rr]);
                 }
                 // dS^T rows r and r+1 interleaved: the VNNI B operand of dQ^T += K^T dS

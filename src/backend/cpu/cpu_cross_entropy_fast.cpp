@@ -124,7 +124,7 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logit
       for (; j < full; j += 16) {
         const __m512 g = gradient(j, 0xffff);
         if constexpr (kBf16) {
-          simd::store_bf16(d16 + j, g);
+          simd::store_bf16_flushing(d16 + j, g);
         } else {
           _mm512_storeu_ps(d32 + j, g);
         }
@@ -132,7 +132,7 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logit
       if (tail) {
         const __m512 g = gradient(j, tail);
         if constexpr (kBf16) {
-          simd::mask_store_bf16(d16 + j, tail, g);
+          simd::mask_store_bf16_flushing(d16 + j, tail, g);
         } else {
           _mm512_mask_storeu_ps(d32 + j, tail, g);
         }
