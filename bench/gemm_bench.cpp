@@ -10,6 +10,8 @@
 //   onednn-f32     dnnl_sgemm
 //   onednn-mm-f32  oneDNN's matmul primitive, f32
 //   onednn-mm-bf16 oneDNN's matmul primitive, bf16 inputs, f32 output (AVX512_BF16 or AMX kernels)
+//   amx-bf16       clocktrain's own AMX GEMM (amx_gemm.h; what the CPU backend's bf16 products run
+//                  where it applies), bf16 inputs, f32 output; "-" where it does not apply
 // Calls are interleaved (one call of each library per round, best of the rounds) so that a noisy,
 // shared machine penalises every library alike. Last, a STREAM-like triad a = b + s c measures
 // memory bandwidth, once on arrays far larger than the caches and once on arrays that fit L2.
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/gemm_library.h"
 #include "util/threads.h"
@@ -139,9 +142,10 @@ std::vector<GemmShape> model_shapes(const std::string& model, int64_t tokens) {
 }
 
 void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine& engine) {
-  std::printf("%-28s %6s %6s %6s %3s | %13s %13s %13s %14s  (GFLOP/s, best of %d)\n", "shape", "M", "N", "K", "op",
-              "openblas-f32", "onednn-f32", "onednn-mm-f32", "onednn-mm-bf16", repeats);
-  std::vector<double> totals_seconds(4, 0.0);
+  std::printf("%-28s %6s %6s %6s %3s | %13s %13s %13s %14s %13s  (GFLOP/s, best of %d)\n", "shape", "M", "N", "K",
+              "op", "openblas-f32", "onednn-f32", "onednn-mm-f32", "onednn-mm-bf16", "amx-bf16", repeats);
+  std::vector<double> totals_seconds(5, 0.0);
+  bool amx_everywhere = true;
   double total_flop = 0;
   for (const GemmShape& s : shapes) {
     size_t a_size = static_cast<size_t>(s.m * s.k), b_size = static_cast<size_t>(s.k * s.n);
@@ -168,6 +172,13 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
         {"onednn-mm-f32", [&] { mm_f32.run(); }},
         {"onednn-mm-bf16", [&] { mm_bf16.run(); }},
     };
+    const bool amx = ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
+    amx_everywhere = amx_everywhere && amx;
+    if (amx)
+      contenders.push_back({"amx-bf16", [&] {
+                              ct::amx_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a16.data(), lda,
+                                                b16.data(), ldb, 0.0f, c.data(), false, s.n);
+                            }});
     for (Contender& contender : contenders) contender.call();  // warm-up
     for (int round = 0; round < repeats; ++round)
       for (Contender& contender : contenders)
@@ -175,10 +186,10 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     std::printf("%-28s %6ld %6ld %6ld  %c%c |", s.name.c_str(), static_cast<long>(s.m), static_cast<long>(s.n),
                 static_cast<long>(s.k), s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N');
     for (size_t i = 0; i < contenders.size(); ++i) {
-      std::printf(" %13.1f", s.flop() / contenders[i].best_seconds / 1e9);
+      std::printf(i == 3 ? " %14.1f" : " %13.1f", s.flop() / contenders[i].best_seconds / 1e9);
       totals_seconds[i] += contenders[i].best_seconds;
     }
-    std::printf("\n");
+    std::printf(amx ? "\n" : " %13s\n", "-");
     total_flop += s.flop();
     static bool printed_implementations = false;
     if (!printed_implementations) {
@@ -188,7 +199,9 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     }
   }
   std::printf("%-28s %30s |", "all of the above", "");
-  for (double t : totals_seconds) std::printf(" %13.1f", total_flop / t / 1e9);
+  for (size_t i = 0; i < 4; ++i) std::printf(i == 3 ? " %14.1f" : " %13.1f", total_flop / totals_seconds[i] / 1e9);
+  if (amx_everywhere) std::printf(" %13.1f", total_flop / totals_seconds[4] / 1e9);
+  else std::printf(" %13s", "-");
   std::printf("   (total FLOP / total time)\n\n");
 }
 

@@ -1,8 +1,9 @@
-// The bf16 path of the CPU backend against its f64 reference, op by op: bf16 matmuls (oneDNN), the
-// mixed-storage elementwise ops, the fused cross-entropy (and its AVX-512 fast path), and attention on
-// bf16 operands (AMX tiles when the machine grants them, else f32 on copies). Each result is compared
-// with f64 arithmetic on the same bf16-rounded inputs, within what bf16 rounding of the outputs and of
-// the kernels' internal operands allows; and each bf16 kernel must give the same bits on every run.
+// The bf16 path of the CPU backend against its f64 reference, op by op: bf16 matmuls (oneDNN; the AMX
+// GEMM's cases are in amx_gemm_test.cpp), the mixed-storage elementwise ops, the fused cross-entropy
+// (and its AVX-512 fast path), and attention on bf16 operands (AMX tiles when the machine grants them,
+// else f32 on copies). Each result is compared with f64 arithmetic on the same bf16-rounded inputs,
+// within what bf16 rounding of the outputs and of the kernels' internal operands allows; and each bf16
+// kernel must give the same bits on every run.
 #include <cfloat>
 #include <cmath>
 #include <cstring>

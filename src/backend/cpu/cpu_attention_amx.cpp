@@ -32,14 +32,13 @@
 #include "backend/cpu/cpu_attention_amx.h"
 
 #include "backend/cpu/amx.h"
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/simd_math.h"
 #include "backend/cpu/transpose.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
 
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(CLOCKTRAIN_SIMD_AVX512)
-#define CLOCKTRAIN_AMX_ATTENTION 1
-#include <immintrin.h>
+#ifdef CLOCKTRAIN_AMX_TILES
 
 #include <algorithm>
 #include <cmath>
@@ -50,9 +49,14 @@
 
 namespace ct {
 
-#ifdef CLOCKTRAIN_AMX_ATTENTION
+#ifdef CLOCKTRAIN_AMX_TILES
 
 namespace {
+
+using amx::configure_tiles;
+using amx::pack_pairs_over_columns;
+using amx::pack_pairs_over_rows;
+using amx::transpose_bf16;
 
 constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
@@ -79,24 +83,6 @@ struct BackwardWork {
   std::vector<uint32_t> k_pairs, qt, qv, dot, dov, dsv;
   std::vector<float> delta, lse_h, dq_t, st, dpt, dk_acc, dv_acc, dq_rows;
 };
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Every tile register: 16 rows of 64 bytes (16 f32 or 32 bf16). Once per thread and parallel region.
-void configure_tiles() {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.bytes_per_row[t] = 64;
-    config.rows[t] = 16;
-  }
-  _tile_loadconfig(&config);
-}
 
 // C[M x N] (f32, row stride ldc) = (accumulate ? C : 0) + A[M x K] B, with A bf16 row-major (row stride
 // lda elements) and B in VNNI layout (bv[K/2][N] 32-bit words, row stride ldb words).
@@ -142,51 +128,6 @@ void tile_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint
 void copy_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint16_t* out, int64_t rows_pad) {
   for (int64_t r = 0; r < rows; ++r) std::memcpy(out + r * cols, x + r * x_stride, static_cast<size_t>(cols) * 2);
   std::memset(out + rows * cols, 0, static_cast<size_t>((rows_pad - rows) * cols) * 2);
-}
-
-// VNNI of X as the B operand of a product over X's rows: out[p][c] = (x[2p][c], x[2p+1][c]),
-// p < rows_pad / 2 (cols a multiple of 16).
-void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
-                          int64_t rows_pad) {
-  for (int64_t p = 0; p < rows_pad / 2; ++p) {
-    const int64_t r0 = 2 * p, r1 = 2 * p + 1;
-    const uint16_t* x0 = r0 < rows ? x + r0 * x_stride : nullptr;
-    const uint16_t* x1 = r1 < rows ? x + r1 * x_stride : nullptr;
-    uint32_t* o = out + p * cols;
-    auto widen = [](const uint16_t* row, int64_t c) {  // 16 values zero-extended to 32 bits
-      return row ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)))
-                 : _mm512_setzero_si512();
-    };
-    for (int64_t c = 0; c < cols; c += 16)
-      _mm512_storeu_si512(o + c, _mm512_or_si512(widen(x0, c), _mm512_slli_epi32(widen(x1, c), 16)));
-  }
-}
-
-// VNNI of X^T as the B operand of a product over X's columns: out[p][r] = (x[r][2p], x[r][2p+1]),
-// i.e. the 32-bit transpose of X (x_stride even); r < rows_pad (zero past `rows`), row stride
-// rows_pad words.
-void pack_pairs_over_columns(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
-                             int64_t rows_pad) {
-  const int64_t pairs = cols / 2;
-  transpose_32bit(x, x_stride / 2, rows, pairs, out, rows_pad);
-  for (int64_t p = 0; p < pairs; ++p) std::fill(out + p * rows_pad + rows, out + (p + 1) * rows_pad, 0u);
-}
-
-// out[c][r] = x[r][c] for r < rows_pad (zero past `rows`; rows_pad a multiple of 16, cols even), row
-// stride out_stride: the 32-bit transpose of x's pairs into `pairs` ([cols / 2 x rows_pad] words),
-// then each row of pairs split into its low halves (out row 2p) and high halves (row 2p + 1).
-void transpose_bf16(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint16_t* out,
-                    int64_t out_stride, uint32_t* pairs, int64_t rows_pad) {
-  pack_pairs_over_columns(x, x_stride, rows, cols, pairs, rows_pad);
-  for (int64_t p = 0; p < cols / 2; ++p) {
-    uint16_t* low = out + 2 * p * out_stride;
-    uint16_t* high = low + out_stride;
-    for (int64_t r = 0; r < rows_pad; r += 16) {
-      const __m512i w = _mm512_loadu_si512(pairs + p * rows_pad + r);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + r), _mm512_cvtepi32_epi16(w));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(high + r), _mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
-    }
-  }
 }
 
 // sum_d a[d] b[d] over n bf16 values (n a multiple of 16), in f32.

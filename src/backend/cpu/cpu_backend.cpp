@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "backend/cpu/amx.h"
+#include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
@@ -54,7 +55,11 @@ std::string CpuBackend::device_description() const {
                                                               : "no avx2";
   std::string description = str(threads_, " threads on ", cpu_model_name(), " (", features, "); f32 GEMM: ",
                                 gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
-  if (matmul_bf16_) description += str("; bf16 matmuls: oneDNN, ", amx_status());
+  if (matmul_bf16_)
+    description += str(amx_gemm_handles(false, false, 32, 32, 32)
+                           ? "; bf16 matmuls: clocktrain's AMX GEMM (K <= 1024) and oneDNN (the rest), "
+                           : "; bf16 matmuls: oneDNN, ",
+                       amx_status());
   return description;
 }
 

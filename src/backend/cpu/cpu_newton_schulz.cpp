@@ -167,8 +167,8 @@ void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, 
   });
 }
 
-// With bf16 matmuls, one matrix per thread: each runs the whole iteration on its own core (oneDNN
-// called inside a parallel region uses the calling thread only), which on cpu-small's 256-wide
+// With bf16 matmuls, one matrix per thread: each runs the whole iteration on its own core (a bf16
+// product called inside a parallel region uses the calling thread only), which on cpu-small's 256-wide
 // matrices does 1.4-2.7x more per core than splitting every small product over both threads. The
 // largest matrices go first so that the threads finish together; every matrix is computed by one
 // thread in a fixed way, so the results do not depend on which thread takes it.

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
@@ -141,6 +142,10 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
       }
     return;
   }
+  if (amx_gemm_handles(transpose_a, transpose_b, m, n, k)) {
+    amx_gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_bf16, ldc);
+    return;
+  }
   if (alpha == 1.0f) {
     run_primitive(entry_for(make_key(transpose_a, transpose_b, m, n, k, lda, ldb, beta, c_bf16, ldc)), a, b, c);
     return;
@@ -168,6 +173,7 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
 }
 
 std::string bf16_gemm_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
+  if (amx_gemm_handles(transpose_a, transpose_b, m, n, k)) return "clocktrain:amx_tiles";
   const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
   return entry_for(make_key(transpose_a, transpose_b, m, n, k, lda, ldb, 0.0f, false, n)).implementation;
 }

@@ -1,7 +1,9 @@
 #pragma once
-// bf16 matrix products through oneDNN's matmul primitive: bf16 A and B, f32 accumulation, an f32 or
-// bf16 C. On this project's machines oneDNN runs them on AMX tiles (brg:avx512_core_amx_bf16) when the
-// process may use AMX (amx.h), else on AVX512_BF16 dot products (brg:avx512_core_bf16).
+// bf16 matrix products: bf16 A and B, f32 accumulation, an f32 or bf16 C. The products that
+// clocktrain's own AMX GEMM takes (amx_gemm.h: A not transposed, K <= 1024, dimensions multiples of
+// 32: a model's forward and most input-gradient products) run there; the rest through oneDNN's
+// matmul primitive, which on this project's machines runs on AMX tiles (brg:avx512_core_amx_bf16)
+// when the process may use AMX (amx.h), else on AVX512_BF16 dot products (brg:avx512_core_bf16).
 //
 //   C[M,N] = alpha op(A) op(B) + beta C          (row-major, op(X) = X^T when the flag is set)
 //
@@ -13,7 +15,8 @@
 //
 // Thread use: the primitive runs on OpenMP's threads (Debian's libdnnl uses the OpenMP runtime), the
 // same pool as every other kernel; called from inside a parallel region it runs on the calling thread.
-// For a fixed thread count a primitive computes the same bits on every call.
+// For a fixed thread count a primitive computes the same bits on every call (the AMX GEMM: for any
+// thread count).
 #include <cstdint>
 #include <string>
 
@@ -24,7 +27,8 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
                          bool c_bf16, int64_t ldc);
 
-// oneDNN's name for the kernel it runs for this product (e.g. "brg:avx512_core_amx_bf16"), for benches.
+// The kernel that runs this product: "clocktrain:amx_tiles" or oneDNN's name for its kernel (e.g.
+// "brg:avx512_core_amx_bf16"), for benches.
 std::string bf16_gemm_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
 
 // How many distinct primitives the cache holds (for tests and benches).
