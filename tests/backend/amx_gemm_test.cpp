@@ -87,16 +87,16 @@ TEST(AmxGemm, EveryCaseMatchesF64OnTheSameBf16Inputs) {
   if (!amx_gemm_handles(false, false, 32, 32, 32)) GTEST_SKIP() << "AMX GEMM not usable: " << amx_status();
   struct Case {
     bool ta, tb;
-    int64_t m, n, k;
+    int64_t m, n, k, pad;  // pad: extra elements per stored row (33: odd row strides)
   };
   // m = 160: 5 blocks of 32 rows (uneven over 2 threads); n = 1088 with k = 1024: passes of 512
   // columns of B (~1 MB each), the last one short
-  const Case cases[] = {{false, false, 160, 96, 1024},
-                        {false, true, 64, 1088, 1024},
-                        {false, true, 64, 64, 32},
-                        {false, false, 96, 32, 288}};
+  const Case cases[] = {{false, false, 160, 96, 1024, 32},
+                        {false, true, 64, 1088, 1024, 32},
+                        {false, true, 64, 64, 32, 33},
+                        {false, false, 96, 32, 288, 33}};
   for (const Case& cs : cases) {
-    const Operands o = make_operands(cs.m, cs.n, cs.k, cs.ta, cs.tb, 32, 7);
+    const Operands o = make_operands(cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.pad, 7);
     const std::string what = std::string(cs.ta ? "T" : "N") + (cs.tb ? "T" : "N") + " k=" + std::to_string(cs.k);
     // f32 sums: errors of ~k f32 roundings of partial sums, far below bf16's 2^-9
     EXPECT_LT(worst_relative_error(o, 1.0f, 0.0f, false), 1e-5) << what << " plain";

@@ -42,16 +42,24 @@ thread_local std::vector<uint32_t> b_panels_storage;
 
 // Packs op(B) ([K x N]) into panels of 16 columns: panel p holds words (op(B)[2q][16p + j],
 // op(B)[2q + 1][16p + j]) at [q][j]. B stored [K x N] (not transposed): pairs of rows interleaved;
-// stored [N x K] (transposed): the 32-bit transpose of 16 of its rows. Ends in a barrier.
+// stored [N x K] (transposed): the 32-bit transpose of 16 of its rows (element by element when an odd
+// row stride leaves B's pairs unaligned to 32-bit words). Ends in a barrier.
 void pack_b(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t k, uint32_t* panels) {
   const int64_t panel_words = k / 2 * 16;
 #pragma omp for schedule(static)
   for (int64_t p = 0; p < n / 16; ++p) {
     uint32_t* out = panels + p * panel_words;
-    if (transpose_b)
+    if (transpose_b && ldb % 2 == 0) {
       amx::pack_pairs_over_columns(b + p * 16 * ldb, ldb, 16, k, out, 16);
-    else
+    } else if (transpose_b) {
+      for (int64_t q = 0; q < k / 2; ++q)
+        for (int64_t j = 0; j < 16; ++j) {
+          const uint16_t* pair = b + (p * 16 + j) * ldb + 2 * q;
+          out[q * 16 + j] = uint32_t{pair[0]} | uint32_t{pair[1]} << 16;
+        }
+    } else {
       amx::pack_pairs_over_rows(b + p * 16, ldb, k, 16, out, k);
+    }
   }
 }
 
