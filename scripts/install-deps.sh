@@ -2,11 +2,13 @@
 # Installs every dependency of clocktrain from Debian 12's packages (run as root).
 # Build: compilers, CMake, the libraries linked in. Tests: the system python3 with torch, regex,
 # yaml, jinja2, numpy and scipy as independent references; sentencepiece for the tokenizer bench.
+# ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with its OpenCL GPU runtime) requires
+# OpenCL, which libdnnl-dev only recommends.
 # Fuzzing and the sanitizer build: clang with its runtimes (libFuzzer, ASan, UBSan) and OpenMP.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
-  libopenblas-dev libopenblas0-openmp libdnnl-dev
+  libopenblas-dev libopenblas0-openmp libdnnl-dev ocl-icd-opencl-dev
   libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
