@@ -12,7 +12,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/bf16.h"
-#include "backend/cpu/cpu_attention_amx.h"
+#include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/simd_math.h"
 #include "backend_test_support.h"
 
@@ -295,9 +295,11 @@ void expect_bf16_attention_matches_f64(const AttentionShape& a) {
 }
 
 TEST(Bf16Attention, TiledKernelsMatchF64) {
-  // AMX when granted (head_dim a multiple of 32), else the f32 kernels on copies: both must pass
-  std::printf("bf16 attention: %s (%s)\n", amx_attention_supported(64) ? "AMX tiles" : "f32 fallback",
-              amx_status().c_str());
+  // The bf16 kernels (head_dim a multiple of 32) on AMX tiles when granted, else on AVX512-BF16 dot
+  // products (CLOCKTRAIN_CPU_AMX=0 picks them on an AMX machine); other head dims and builds: the f32
+  // kernels on copies. All must pass.
+  std::printf("bf16 attention: %s (%s)\n",
+              bf16_attention_supported(64) ? bf16_attention_engine().c_str() : "f32 fallback", amx_status().c_str());
   expect_bf16_attention_matches_f64({2, 100, 100, 4, 2, 64});   // GQA, T not a multiple of 64
   expect_bf16_attention_matches_f64({1, 64, 64, 2, 2, 128});    // one full block, head_dim 128
   expect_bf16_attention_matches_f64({1, 130, 130, 1, 1, 32});   // three blocks, the last of 2 rows

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/vnni_pack.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
 
@@ -50,7 +51,7 @@ void pack_b(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t
   for (int64_t p = 0; p < n / 16; ++p) {
     uint32_t* out = panels + p * panel_words;
     if (transpose_b && ldb % 2 == 0) {
-      amx::pack_pairs_over_columns(b + p * 16 * ldb, ldb, 16, k, out, 16);
+      vnni::pack_pairs_over_columns(b + p * 16 * ldb, ldb, 16, k, out, 16);
     } else if (transpose_b) {
       for (int64_t q = 0; q < k / 2; ++q)
         for (int64_t j = 0; j < 16; ++j) {
@@ -58,7 +59,7 @@ void pack_b(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t
           out[q * 16 + j] = uint32_t{pair[0]} | uint32_t{pair[1]} << 16;
         }
     } else {
-      amx::pack_pairs_over_rows(b + p * 16, ldb, k, 16, out, k);
+      vnni::pack_pairs_over_rows(b + p * 16, ldb, k, 16, out, k);
     }
   }
 }
@@ -66,10 +67,7 @@ void pack_b(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t
 // C's block at (i, j) = alpha * (the four C tiles) + beta * C, written as f32 or bf16 (rounded to
 // nearest even, as oneDNN does).
 void finish_block(float* block, int64_t i, int64_t j, float alpha, float beta, void* c, bool c_bf16, int64_t ldc) {
-  _tile_stored(0, block, kBlock * 4);
-  _tile_stored(1, block + 16, kBlock * 4);
-  _tile_stored(2, block + 16 * kBlock, kBlock * 4);
-  _tile_stored(3, block + 16 * kBlock + 16, kBlock * 4);
+  amx::store_block(block, kBlock);
   const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
   for (int64_t r = 0; r < kBlock; ++r)
     for (int64_t h = 0; h < kBlock; h += 16) {
@@ -111,45 +109,23 @@ void amx_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
     // 64 KB, in L1-L2 while every column block of the pass uses it), then blocks of 32 columns. C's
     // block stays in its four tiles over all of K.
     const int64_t pass_cols = std::max(kBlock, kPassBytes / (k * 2) / kBlock * kBlock);
-    const int64_t a_stride = lda * 2;
     for (int64_t j0 = 0; j0 < n; j0 += pass_cols) {
       const int64_t j1 = std::min(n, j0 + pass_cols);
       for (int64_t i = i_begin; i < i_end; i += kBlock) {
         const uint16_t* a0 = a + i * lda;
-        const uint16_t* a1 = a0 + 16 * lda;
         for (int64_t j = j0; j < j1; j += kBlock) {
           const uint32_t* b0 = panels + (j / 16) * panel_words;
           const uint32_t* b1 = b0 + panel_words;
           float* c_sum = c_is_sum ? static_cast<float*>(c) + i * ldc + j : nullptr;
-          if (c_is_sum && beta == 1.0f) {
-            _tile_loadd(0, c_sum, ldc * 4);
-            _tile_loadd(1, c_sum + 16, ldc * 4);
-            _tile_loadd(2, c_sum + 16 * ldc, ldc * 4);
-            _tile_loadd(3, c_sum + 16 * ldc + 16, ldc * 4);
-          } else {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-          }
-          for (int64_t kk = 0; kk < k; kk += 32) {
-            _tile_loadd(4, a0 + kk, a_stride);
-            _tile_loadd(6, b0 + kk / 2 * 16, 64);
-            _tile_loadd(5, a1 + kk, a_stride);
-            _tile_loadd(7, b1 + kk / 2 * 16, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-          if (c_is_sum) {
-            _tile_stored(0, c_sum, ldc * 4);
-            _tile_stored(1, c_sum + 16, ldc * 4);
-            _tile_stored(2, c_sum + 16 * ldc, ldc * 4);
-            _tile_stored(3, c_sum + 16 * ldc + 16, ldc * 4);
-          } else {
+          if (c_is_sum && beta == 1.0f)
+            amx::load_block(c_sum, ldc);
+          else
+            amx::zero_block();
+          amx::accumulate_block(a0, lda, b0, b1, 16, k);
+          if (c_is_sum)
+            amx::store_block(c_sum, ldc);
+          else
             finish_block(block, i, j, alpha, beta, c, c_bf16, ldc);
-          }
         }
       }
     }

@@ -1,6 +1,6 @@
 #pragma once
-// What the AMX kernels (attention, GEMM) share: the tile configuration and the packings of bf16
-// operands into the layouts the tile products read.
+// What the AMX kernels (attention, GEMM) share: the tile configuration and the 2 x 2 block of C
+// tiles. The operand packings they read are vnni_pack.h's.
 //
 // AMX multiplies C[16 x 16] (f32) += A[16 x 32] (bf16, row-major) B[32 x 16] (bf16), where B must be
 // in "VNNI" layout: row p of the tile holds, for each of the 16 columns n, the pair
@@ -14,10 +14,7 @@
 #define CLOCKTRAIN_AMX_TILES 1
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
-
-#include "backend/cpu/transpose.h"
 
 namespace ct::amx {
 
@@ -40,48 +37,43 @@ inline void configure_tiles() {
   _tile_loadconfig(&config);
 }
 
-// VNNI of X as the B operand of a product over X's rows: out[p][c] = (x[2p][c], x[2p+1][c]),
-// p < rows_pad / 2 (cols a multiple of 16).
-inline void pack_pairs_over_rows(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
-                                 int64_t rows_pad) {
-  for (int64_t p = 0; p < rows_pad / 2; ++p) {
-    const int64_t r0 = 2 * p, r1 = 2 * p + 1;
-    const uint16_t* x0 = r0 < rows ? x + r0 * x_stride : nullptr;
-    const uint16_t* x1 = r1 < rows ? x + r1 * x_stride : nullptr;
-    uint32_t* o = out + p * cols;
-    auto widen = [](const uint16_t* row, int64_t c) {  // 16 values zero-extended to 32 bits
-      return row ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)))
-                 : _mm512_setzero_si512();
-    };
-    for (int64_t c = 0; c < cols; c += 16)
-      _mm512_storeu_si512(o + c, _mm512_or_si512(widen(x0, c), _mm512_slli_epi32(widen(x1, c), 16)));
-  }
+// The 2 x 2 block of C tiles: tiles 0 and 1 hold C's rows [0, 16) (columns [0, 16) and [16, 32)),
+// tiles 2 and 3 its rows [16, 32); tiles 4-7 are the operands' scratch.
+inline void zero_block() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
 }
 
-// VNNI of X^T as the B operand of a product over X's columns: out[p][r] = (x[r][2p], x[r][2p+1]),
-// i.e. the 32-bit transpose of X (x_stride even); r < rows_pad (zero past `rows`), row stride
-// rows_pad words.
-inline void pack_pairs_over_columns(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint32_t* out,
-                                    int64_t rows_pad) {
-  const int64_t pairs = cols / 2;
-  transpose_32bit(x, x_stride / 2, rows, pairs, out, rows_pad);
-  for (int64_t p = 0; p < pairs; ++p) std::fill(out + p * rows_pad + rows, out + (p + 1) * rows_pad, 0u);
+inline void load_block(const float* c, int64_t ldc) {
+  _tile_loadd(0, c, ldc * 4);
+  _tile_loadd(1, c + 16, ldc * 4);
+  _tile_loadd(2, c + 16 * ldc, ldc * 4);
+  _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
 }
 
-// out[c][r] = x[r][c] for r < rows_pad (zero past `rows`; rows_pad a multiple of 16, cols even), row
-// stride out_stride: the 32-bit transpose of x's pairs into `pairs` ([cols / 2 x rows_pad] words),
-// then each row of pairs split into its low halves (out row 2p) and high halves (row 2p + 1).
-inline void transpose_bf16(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, uint16_t* out,
-                           int64_t out_stride, uint32_t* pairs, int64_t rows_pad) {
-  pack_pairs_over_columns(x, x_stride, rows, cols, pairs, rows_pad);
-  for (int64_t p = 0; p < cols / 2; ++p) {
-    uint16_t* low = out + 2 * p * out_stride;
-    uint16_t* high = low + out_stride;
-    for (int64_t r = 0; r < rows_pad; r += 16) {
-      const __m512i w = _mm512_loadu_si512(pairs + p * rows_pad + r);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + r), _mm512_cvtepi32_epi16(w));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(high + r), _mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
-    }
+inline void store_block(float* c, int64_t ldc) {
+  _tile_stored(0, c, ldc * 4);
+  _tile_stored(1, c + 16, ldc * 4);
+  _tile_stored(2, c + 16 * ldc, ldc * 4);
+  _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+}
+
+// The block's tiles += A[32 x K] B[K x 32] (K a multiple of 32): A bf16 row-major (row stride lda
+// elements); B's columns [0, 16) and [16, 32) in VNNI layout at b0 and b1, [K/2 x 16] words each with
+// a stride of ldb words between rows of pairs.
+inline void accumulate_block(const uint16_t* a, int64_t lda, const uint32_t* b0, const uint32_t* b1, int64_t ldb,
+                             int64_t k) {
+  for (int64_t kk = 0; kk < k; kk += 32) {
+    _tile_loadd(4, a + kk, lda * 2);
+    _tile_loadd(6, b0 + kk / 2 * ldb, ldb * 4);
+    _tile_loadd(5, a + 16 * lda + kk, lda * 2);
+    _tile_loadd(7, b1 + kk / 2 * ldb, ldb * 4);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
   }
 }
 

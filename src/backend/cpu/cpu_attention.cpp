@@ -27,7 +27,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cpu/cpu_attention_amx.h"
+#include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/op_timing.h"
 #include "backend/cpu/vector_math.h"
@@ -207,7 +207,7 @@ AttentionShape check_attention_args(const char* op, const Tensor& q, const Tenso
   return s;
 }
 
-// bf16 operands (the model's mixed precision): the AMX kernels (cpu_attention_amx.cpp) when they take
+// bf16 operands (the model's mixed precision): the bf16 kernels (cpu_attention_bf16.cpp) when they take
 // the shape, else the f32 kernels above on f32 copies (exact widening; the outputs rounded once).
 Buffer f32_copy(Backend& backend, const Tensor& t) {
   Buffer copy(backend, t.shape, DType::f32);
@@ -227,8 +227,8 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const T
   check_shape(op, "out", out, q.shape);
   if (q.dtype == DType::bf16) {
     check_dtype(op, "lse", lse, DType::f32);
-    if (amx_attention_supported(s.head_dim)) {
-      amx_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
+    if (bf16_attention_supported(s.head_dim)) {
+      bf16_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
                             v.as<uint16_t>(), AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
                             static_cast<float>(scale));
       return;
@@ -275,8 +275,8 @@ void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, 
   }
   if (bf16) {
     check_dtype(op, "lse", lse, DType::f32);
-    if (amx_attention_supported(s.head_dim)) {
-      amx_attention_backward(dq_out.data, dq_out.dtype == DType::bf16, dk_out.data, dk_out.dtype == DType::bf16,
+    if (bf16_attention_supported(s.head_dim)) {
+      bf16_attention_backward(dq_out.data, dq_out.dtype == DType::bf16, dk_out.data, dk_out.dtype == DType::bf16,
                              dv_out.data, dv_out.dtype == DType::bf16, dout.as<uint16_t>(), out.as<uint16_t>(),
                              lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
                              AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},

@@ -1,11 +1,13 @@
-// Causal attention on bf16 operands with AMX tiles, by blocks of 64 queries (forward) or 64 keys
-// (backward) against every position the block sees: a [64 x T] slice of scores per thread, never a
-// T x T matrix. The math (softmax forward; backward with P recomputed from lse and D_i = dout_i .
-// out_i) is cpu_attention.cpp's; this file is about the data layout.
+// Causal attention on bf16 operands, by blocks of 64 queries (forward) or 64 keys (backward) against
+// every position the block sees: a [64 x T] slice of scores per thread, never a T x T matrix. The
+// math (softmax forward; backward with P recomputed from lse and D_i = dout_i . out_i) is
+// cpu_attention.cpp's; this file is about the data layout. Every product is vnni_gemm(): on AMX tiles
+// where this process may use them (amx.h), else on AVX512-BF16's vdpbf16ps (bf16_dot_gemm.h, AMD
+// Zen 4 and other CPUs without AMX). Both read the same operands; their sums differ only in order.
 //
 // AMX multiplies C[16 x 16] (f32) += A[16 x 32] (bf16, row-major) B[32 x 16] (bf16), where B must be
 // in "VNNI" layout: row p of the tile holds, for each of the 16 columns n, the pair
-// (B[2p][n], B[2p+1][n]) as one 32-bit word. tile_gemm() below computes C[M x N] (+)= A B with
+// (B[2p][n], B[2p+1][n]) as one 32-bit word. vnni_gemm() below computes C[M x N] (+)= A B, on AMX with
 // 2 x 2 blocks of C tiles (8 tile registers: 4 of C, 2 of A, 2 of B), the C tiles kept in registers
 // over the whole K: loading and storing accumulators costs as much as a short product, so every
 // product below runs over as long a K as the data allows. Every product is arranged so that its A
@@ -29,34 +31,37 @@
 // exactly 0, so padding never reaches a result. Parallel tasks: (batch, head, query block) forward,
 // (batch, kv head) backward (each owns its dk, dv rows and the dq rows of its query heads): every
 // output is written by one task in a fixed order, so results are the same on every run.
-#include "backend/cpu/cpu_attention_amx.h"
+#include "backend/cpu/cpu_attention_bf16.h"
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/bf16_dot_gemm.h"
 #include "backend/cpu/simd_math.h"
 #include "backend/cpu/transpose.h"
+#include "backend/cpu/vnni_pack.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
 
-#ifdef CLOCKTRAIN_AMX_TILES
+#ifdef CLOCKTRAIN_BF16_DOT
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #endif
 
 namespace ct {
 
-#ifdef CLOCKTRAIN_AMX_TILES
+#ifdef CLOCKTRAIN_BF16_DOT
 
 namespace {
 
-using amx::configure_tiles;
-using amx::pack_pairs_over_columns;
-using amx::pack_pairs_over_rows;
-using amx::transpose_bf16;
+using vnni::pack_pairs_over_columns;
+using vnni::pack_pairs_over_rows;
+using vnni::transpose_bf16;
 
 constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
@@ -84,42 +89,50 @@ struct BackwardWork {
   std::vector<float> delta, lse_h, dq_t, st, dpt, dk_acc, dv_acc, dq_rows;
 };
 
+// Whether the products run on AMX tiles (else on vdpbf16ps): the same for the whole process.
+bool use_tiles() {
+#ifdef CLOCKTRAIN_AMX_TILES
+  return amx_usable();
+#else
+  return false;
+#endif
+}
+
+// Each thread, before its first and after its last product of a kernel call (other code, oneDNN's
+// kernels among it, configures the tiles its own way in between).
+void start_products() {
+#ifdef CLOCKTRAIN_AMX_TILES
+  if (use_tiles()) amx::configure_tiles();
+#endif
+}
+
+void end_products() {
+#ifdef CLOCKTRAIN_AMX_TILES
+  if (use_tiles()) _tile_release();
+#endif
+}
+
 // C[M x N] (f32, row stride ldc) = (accumulate ? C : 0) + A[M x K] B, with A bf16 row-major (row stride
 // lda elements) and B in VNNI layout (bv[K/2][N] 32-bit words, row stride ldb words).
 // M, N and K are multiples of 32.
-void tile_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb, int64_t m,
+void vnni_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb, int64_t m,
                int64_t n, int64_t k, bool accumulate) {
-  const int64_t c_stride = ldc * 4, a_stride = lda * 2, b_stride = ldb * 4;
-  for (int64_t i = 0; i < m; i += 32)
-    for (int64_t j = 0; j < n; j += 32) {
-      float* c00 = c + i * ldc + j;
-      float* c10 = c00 + 16 * ldc;
-      if (accumulate) {
-        _tile_loadd(0, c00, c_stride);
-        _tile_loadd(1, c00 + 16, c_stride);
-        _tile_loadd(2, c10, c_stride);
-        _tile_loadd(3, c10 + 16, c_stride);
-      } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
+#ifdef CLOCKTRAIN_AMX_TILES
+  if (use_tiles()) {
+    for (int64_t i = 0; i < m; i += 32)
+      for (int64_t j = 0; j < n; j += 32) {
+        float* block = c + i * ldc + j;
+        if (accumulate)
+          amx::load_block(block, ldc);
+        else
+          amx::zero_block();
+        amx::accumulate_block(a + i * lda, lda, bv + j, bv + j + 16, ldb, k);
+        amx::store_block(block, ldc);
       }
-      for (int64_t kk = 0; kk < k; kk += 32) {
-        _tile_loadd(4, a + i * lda + kk, a_stride);
-        _tile_loadd(5, a + (i + 16) * lda + kk, a_stride);
-        _tile_loadd(6, bv + (kk / 2) * ldb + j, b_stride);
-        _tile_loadd(7, bv + (kk / 2) * ldb + j + 16, b_stride);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      _tile_stored(0, c00, c_stride);
-      _tile_stored(1, c00 + 16, c_stride);
-      _tile_stored(2, c10, c_stride);
-      _tile_stored(3, c10 + 16, c_stride);
-    }
+    return;
+  }
+#endif
+  bf16_dot_gemm(c, ldc, a, lda, bv, ldb, m, n, k, accumulate);
 }
 
 // ---- packing (x: `rows` rows of `cols` bf16, row stride x_stride elements) -----------------------
@@ -164,9 +177,17 @@ struct Layout {
 
 }  // namespace
 
-bool amx_attention_supported(int64_t head_dim) { return amx_usable() && head_dim > 0 && head_dim % 32 == 0; }
+bool bf16_attention_supported(int64_t head_dim) {
+  static const bool switched_off = [] {
+    const char* env = std::getenv("CLOCKTRAIN_CPU_BF16_ATTENTION");
+    return env && std::string(env) == "0";
+  }();
+  return !switched_off && head_dim > 0 && head_dim % 32 == 0;
+}
 
-void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+std::string bf16_attention_engine() { return use_tiles() ? "AMX tiles" : "AVX512-BF16 dot products"; }
+
+void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                            const AttentionDims& dims, float scale) {
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len;
@@ -187,7 +208,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
   const __m512 scale_v = _mm512_set1_ps(scale);
 #pragma omp parallel
   {
-    configure_tiles();
+    start_products();
     static thread_local ForwardWork work;
     uint16_t* q_block = work_array(work.q_block, kTile * D);
     uint16_t* probs = work_array(work.probs, kTile * spread_stride(tk_pad, 2));
@@ -205,7 +226,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
           const int64_t s_stride = spread_stride(keys_pad, 4), p_stride = spread_stride(keys_pad, 2);
           copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block, kTile);
           // S = Q K^T over every key the block sees, [64 x keys_pad]
-          tile_gemm(scores, s_stride, q_block, D, kt + bg * kt_size, kt_stride, kTile, keys_pad, D, false);
+          vnni_gemm(scores, s_stride, q_block, D, kt + bg * kt_size, kt_stride, kTile, keys_pad, D, false);
           for (int64_t r = 0; r < kTile; ++r) {
             uint16_t* p_row = probs + r * p_stride;
             const int64_t visible = r < queries ? std::min(s.key_offset() + i0 + r + 1, Tk) : 0;
@@ -233,7 +254,7 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
             lse[s.lse_row(b, h) + i0 + r] = scale * row_max + std::log(sum);
           }
           // O = P V, the accumulators kept in tile registers over all the keys
-          tile_gemm(acc, D, probs, p_stride, vv + bg * vv_size, D, kTile, D, keys_pad, false);
+          vnni_gemm(acc, D, probs, p_stride, vv + bg * vv_size, D, kTile, D, keys_pad, false);
           for (int64_t r = 0; r < queries; ++r) {
             uint16_t* out_row = out + s.q_row(b, i0 + r, h);
             const __m512 inv = _mm512_set1_ps(inv_sum[r]);
@@ -241,11 +262,11 @@ void amx_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const u
               simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv));
           }
         }
-    _tile_release();
+    end_products();
   }
 }
 
-void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void* dv, bool dv_bf16,
+void bf16_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void* dv, bool dv_bf16,
                             const uint16_t* dout, const uint16_t* out, const float* lse, const uint16_t* q,
                             const uint16_t* k, const uint16_t* v, const AttentionDims& dims, float scale) {
   const Layout s{dims};
@@ -261,7 +282,7 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
 #pragma omp parallel
   {
-    configure_tiles();
+    start_products();
     static thread_local BackwardWork work;
     uint16_t* k_rows = work_array(work.k_rows, tk_pad * D);
     uint16_t* v_rows = work_array(work.v_rows, tk_pad * D);
@@ -328,9 +349,9 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
             const float* delta_h = delta + hg * tq_pad + i0;
             const float* lse_row = lse_h + hg * tq_pad + i0;
             // S^T = K Q^T and dP^T = V dO^T for keys j0.., queries i0..
-            tile_gemm(st, f32_stride, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_words, kTile, width, D,
+            vnni_gemm(st, f32_stride, k_rows + j0 * D, D, qt + hg * per_head_words + i0, tq_words, kTile, width, D,
                       false);
-            tile_gemm(dpt, f32_stride, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_words, kTile, width, D,
+            vnni_gemm(dpt, f32_stride, v_rows + j0 * D, D, dot + hg * per_head_words + i0, tq_words, kTile, width, D,
                       false);
             for (int64_t r = 0; r < kTile; r += 2) {
               for (int64_t c = 0; c < width; c += 16) {
@@ -361,12 +382,12 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
             // dV (+)= P^T dO and dK (+)= dS^T Q over all the queries at once (accumulators in tiles);
             // dQ^T += K^T dS over the pair's keys once both blocks are in
             const bool accumulate = hg > 0;
-            tile_gemm(dv_acc, D, pt, bf16_stride, dov + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
+            vnni_gemm(dv_acc, D, pt, bf16_stride, dov + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
                       accumulate);
-            tile_gemm(dk_acc, D, dst, bf16_stride, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
+            vnni_gemm(dk_acc, D, dst, bf16_stride, qv + hg * per_head_words + (i0 / 2) * D, D, kTile, D, width,
                       accumulate);
             if (pair_done)
-              tile_gemm(dq_t + hg * D * tq_words + pair_i0, tq_words, k_t + pair_j0, kt_stride, dsv + hg * dsv_size,
+              vnni_gemm(dq_t + hg * D * tq_words + pair_i0, tq_words, k_t + pair_j0, kt_stride, dsv + hg * dsv_size,
                         pair_stride, D, pair_width, (half + 1) * kTile, true);
           }
           for (int64_t row = 0; row < keys; ++row) {
@@ -397,22 +418,24 @@ void amx_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void
           }
         }
       }
-    _tile_release();
+    end_products();
   }
 }
 
 #else
 
-bool amx_attention_supported(int64_t) { return false; }
+bool bf16_attention_supported(int64_t) { return false; }
 
-void amx_attention_forward(uint16_t*, float*, const uint16_t*, const uint16_t*, const uint16_t*, const AttentionDims&,
-                           float) {
-  fail("attention_forward: the AMX kernels are not built (needs -march=native on an AMX CPU)");
+std::string bf16_attention_engine() { return "none (this build has neither AMX nor AVX512-BF16)"; }
+
+void bf16_attention_forward(uint16_t*, float*, const uint16_t*, const uint16_t*, const uint16_t*, const AttentionDims&,
+                            float) {
+  fail("attention_forward: the bf16 kernels are not built (they need AVX512-BF16 or AMX, -march=native)");
 }
 
-void amx_attention_backward(void*, bool, void*, bool, void*, bool, const uint16_t*, const uint16_t*, const float*,
-                            const uint16_t*, const uint16_t*, const uint16_t*, const AttentionDims&, float) {
-  fail("attention_backward: the AMX kernels are not built (needs -march=native on an AMX CPU)");
+void bf16_attention_backward(void*, bool, void*, bool, void*, bool, const uint16_t*, const uint16_t*, const float*,
+                             const uint16_t*, const uint16_t*, const uint16_t*, const AttentionDims&, float) {
+  fail("attention_backward: the bf16 kernels are not built (they need AVX512-BF16 or AMX, -march=native)");
 }
 
 #endif

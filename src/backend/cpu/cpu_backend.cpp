@@ -10,6 +10,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_gemm.h"
+#include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
@@ -59,7 +60,8 @@ std::string CpuBackend::device_description() const {
     description += str(amx_gemm_handles(false, false, 32, 32, 32)
                            ? "; bf16 matmuls: clocktrain's AMX GEMM (K <= 1024) and oneDNN (the rest), "
                            : "; bf16 matmuls: oneDNN, ",
-                       amx_status());
+                       amx_status(), "; bf16 attention: ",
+                       bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
   return description;
 }
 
