@@ -23,8 +23,7 @@ struct Case {
 
 // Worst |C - f64 reference| / (sum |a b| + |C start|) over C, and whether C's padding is untouched.
 void check_case(const Case& cs) {
-  SCOPED_TRACE(testing::Message() << "M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " accumulate "
-                                  << cs.accumulate);
+  SCOPED_TRACE(testing::Message() << "M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " accumulate " << cs.accumulate);
   const int64_t lda = cs.k + 16, ldb_rows = cs.n + 16, ldc = cs.n + 16, ldv = cs.n + 32;  // padded strides
   std::mt19937 gen(static_cast<unsigned>(cs.m * 7 + cs.n * 3 + cs.k));
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);

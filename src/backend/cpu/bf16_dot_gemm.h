@@ -25,8 +25,8 @@ namespace ct {
 namespace bf16_dot_detail {
 
 template <int kRows, int kVectors>
-inline void block(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb,
-                  int64_t k, bool accumulate) {
+inline void block(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb, int64_t k,
+                  bool accumulate) {
   __m512 acc[kRows][kVectors];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v)

@@ -229,8 +229,9 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const T
     check_dtype(op, "lse", lse, DType::f32);
     if (bf16_attention_supported(s.head_dim)) {
       bf16_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
-                            v.as<uint16_t>(), AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
-                            static_cast<float>(scale));
+                             v.as<uint16_t>(),
+                             AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
+                             static_cast<float>(scale));
       return;
     }
     Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v);

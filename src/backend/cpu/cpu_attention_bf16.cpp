@@ -188,7 +188,7 @@ bool bf16_attention_supported(int64_t head_dim) {
 std::string bf16_attention_engine() { return use_tiles() ? "AMX tiles" : "AVX512-BF16 dot products"; }
 
 void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                           const AttentionDims& dims, float scale) {
+                            const AttentionDims& dims, float scale) {
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len;
   const int64_t tk_pad = round_up(Tk, kTile), heads_kv = dims.batch * dims.kv_heads;
@@ -267,8 +267,8 @@ void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const 
 }
 
 void bf16_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void* dv, bool dv_bf16,
-                            const uint16_t* dout, const uint16_t* out, const float* lse, const uint16_t* q,
-                            const uint16_t* k, const uint16_t* v, const AttentionDims& dims, float scale) {
+                             const uint16_t* dout, const uint16_t* out, const float* lse, const uint16_t* q,
+                             const uint16_t* k, const uint16_t* v, const AttentionDims& dims, float scale) {
   const Layout s{dims};
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len, G = s.group();
   const int64_t tq_pad = round_up(Tq, kTile), tk_pad = round_up(Tk, kTile);
