@@ -56,6 +56,7 @@ std::string CpuBackend::device_description() const {
                                                               : "no avx2";
   std::string description = str(threads_, " threads on ", cpu_model_name(), " (", features, "); f32 GEMM: ",
                                 gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
+  // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)
     description += str(amx_gemm_handles(false, false, 32, 32, 32)
                            ? "; bf16 matmuls: clocktrain's AMX GEMM (K <= 1024) and oneDNN (the rest), "
