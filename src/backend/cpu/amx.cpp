@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cpuid.h>
-#include <cstdlib>
 #include <mutex>
+#include <string>
+
+#include "backend/cpu/kernel_switch.h"
 
 namespace ct {
 
@@ -34,8 +36,7 @@ bool cpu_has_amx_bf16() {
 AmxState probe() {
   AmxState state;
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
-  const char* env = std::getenv("CLOCKTRAIN_CPU_AMX");
-  if (env && std::string(env) == "0") {
+  if (switched_off("CLOCKTRAIN_CPU_AMX")) {
     state.status = "AMX off (CLOCKTRAIN_CPU_AMX=0)";
     return state;
   }

@@ -3,12 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/kernel_switch.h"
 #include "backend/cpu/vnni_pack.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
@@ -18,12 +17,9 @@ namespace ct {
 bool amx_gemm_handles(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
 #ifdef CLOCKTRAIN_AMX_TILES
   (void)transpose_b;
-  static const bool switched_off = [] {
-    const char* env = std::getenv("CLOCKTRAIN_CPU_AMX_GEMM");
-    return env && std::string(env) == "0";
-  }();
+  static const bool off = switched_off("CLOCKTRAIN_CPU_AMX_GEMM");
   auto fits = [](int64_t d) { return d > 0 && d % 32 == 0; };
-  return !switched_off && !transpose_a && fits(m) && fits(n) && fits(k) && k <= kAmxGemmMaxK && amx_usable();
+  return !off && !transpose_a && fits(m) && fits(n) && fits(k) && k <= kAmxGemmMaxK && amx_usable();
 #else
   (void)transpose_a, (void)transpose_b, (void)m, (void)n, (void)k;
   return false;

@@ -36,6 +36,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/bf16_dot_gemm.h"
+#include "backend/cpu/kernel_switch.h"
 #include "backend/cpu/simd_math.h"
 #include "backend/cpu/transpose.h"
 #include "backend/cpu/vnni_pack.h"
@@ -46,7 +47,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -89,26 +89,18 @@ struct BackwardWork {
   std::vector<float> delta, lse_h, dq_t, st, dpt, dk_acc, dv_acc, dq_rows;
 };
 
-// Whether the products run on AMX tiles (else on vdpbf16ps): the same for the whole process.
-bool use_tiles() {
-#ifdef CLOCKTRAIN_AMX_TILES
-  return amx_usable();
-#else
-  return false;
-#endif
-}
-
+// The products run on AMX tiles when amx_usable() (false in builds without AMX), else on vdpbf16ps.
 // Each thread, before its first and after its last product of a kernel call (other code, oneDNN's
 // kernels among it, configures the tiles its own way in between).
 void start_products() {
 #ifdef CLOCKTRAIN_AMX_TILES
-  if (use_tiles()) amx::configure_tiles();
+  if (amx_usable()) amx::configure_tiles();
 #endif
 }
 
 void end_products() {
 #ifdef CLOCKTRAIN_AMX_TILES
-  if (use_tiles()) _tile_release();
+  if (amx_usable()) _tile_release();
 #endif
 }
 
@@ -118,7 +110,7 @@ void end_products() {
 void vnni_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb, int64_t m,
                int64_t n, int64_t k, bool accumulate) {
 #ifdef CLOCKTRAIN_AMX_TILES
-  if (use_tiles()) {
+  if (amx_usable()) {
     for (int64_t i = 0; i < m; i += 32)
       for (int64_t j = 0; j < n; j += 32) {
         float* block = c + i * ldc + j;
@@ -178,14 +170,11 @@ struct Layout {
 }  // namespace
 
 bool bf16_attention_supported(int64_t head_dim) {
-  static const bool switched_off = [] {
-    const char* env = std::getenv("CLOCKTRAIN_CPU_BF16_ATTENTION");
-    return env && std::string(env) == "0";
-  }();
-  return !switched_off && head_dim > 0 && head_dim % 32 == 0;
+  static const bool off = switched_off("CLOCKTRAIN_CPU_BF16_ATTENTION");
+  return !off && head_dim > 0 && head_dim % 32 == 0;
 }
 
-std::string bf16_attention_engine() { return use_tiles() ? "AMX tiles" : "AVX512-BF16 dot products"; }
+std::string bf16_attention_engine() { return amx_usable() ? "AMX tiles" : "AVX512-BF16 dot products"; }
 
 void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                             const AttentionDims& dims, float scale) {
