@@ -65,7 +65,7 @@ Buffer random_buffer(Backend& be, const Shape& shape, DType dtype, uint64_t seed
 int run(const Options& o) {
   BackendOptions bo;
   bo.name = o.backend;
-  bo.matmul_precision = o.matmul_precision;
+  bo.matmul_precision = parse_matmul_precision(o.matmul_precision, "--matmul-precision");
   auto backend = create_backend(bo);
   Backend& be = *backend;
   std::printf("backend: %s\n", be.device_description().c_str());

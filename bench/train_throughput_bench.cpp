@@ -110,7 +110,7 @@ int run(int argc, char** argv) {
     else if (flag == "--tokens-per-step") recipe.tokens_per_step = std::stoll(value);
     else if (flag == "--micro-batch-rows") recipe.micro_batch_rows = std::stoll(value);
     else if (flag == "--backend") recipe.backend = value;
-    else if (flag == "--matmul-precision") recipe.matmul_precision = value;
+    else if (flag == "--matmul-precision") recipe.matmul_precision = parse_matmul_precision(value, flag);
     else if (flag == "--fp8") recipe.fp8 = (value == "true" || value == "1");
     else if (flag == "--graphs") recipe.graphs = (value == "true" || value == "1");
     else if (flag == "--clock") g_cpu_clock = (value == "cpu");
@@ -189,8 +189,10 @@ int run(int argc, char** argv) {
   std::printf("  step %.4f s (median of %d): forward+backward %.4f, optimizer %.4f; %s matmul operands, graphs %s\n",
               step_median, steps, median(forward_backward_s), median(optimizer_s), dtype_name(model.matmul_dtype()),
               train_step.uses_graphs() ? "on" : "off");
-  std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s: %.1f%% of peak\n", tokens_per_second,
-              flops_per_second / 1e9, peak / 1e9, 100.0 * flops_per_second / peak);
+  std::printf("  %.0f tokens/s, %.1f GFLOP/s model, GEMM peak %.1f GFLOP/s: %.1f%% of peak; theoretical peak %.1f "
+              "GFLOP/s: MFU %.1f%%\n",
+              tokens_per_second, flops_per_second / 1e9, peak / 1e9, 100.0 * flops_per_second / peak,
+              backend->peak_flops() / 1e9, 100.0 * flops_per_second / backend->peak_flops());
   std::printf("  GEMM windows (%lld^3 for %.2f s after each step): median %.1f GFLOP/s; each step against its window:",
               static_cast<long long>(kProbeSize), kGemmWindowSeconds, window_rate / 1e9);
   for (double f : fractions) std::printf(" %.1f%%", 100.0 * f);
@@ -198,7 +200,8 @@ int run(int argc, char** argv) {
   if (profile_ops) print_op_profile(steps, step_median);
   Json j{{"impl", "clocktrain"},
          {"recipe", recipe.name},
-         {"matmul_precision", recipe.matmul_precision},
+         {"matmul_precision", matmul_precision_name(backend->matmul_precision())},
+         {"matmul_precision_reason", backend->matmul_precision_reason()},
          {"threads", options.threads},
          {"clock", g_cpu_clock ? "cpu" : "wall"},
          {"tokens_per_step", recipe.tokens_per_step},
@@ -217,6 +220,8 @@ int run(int argc, char** argv) {
          {"flops_per_token", recipe.model.flops_per_token()},
          {"model_flops_per_second", flops_per_second},
          {"gemm_peak_flops", peak},
+         {"theoretical_peak_flops", backend->peak_flops()},
+         {"mfu", flops_per_second / backend->peak_flops()},
          {"fraction_of_peak", flops_per_second / peak},
          {"gemm_window_flops", window_rate},
          {"fraction_of_window", window_fraction},

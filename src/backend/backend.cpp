@@ -6,6 +6,21 @@
 
 namespace ct {
 
+const char* matmul_precision_name(MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::automatic: return "auto";
+    case MatmulPrecision::f32: return "f32";
+    case MatmulPrecision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+MatmulPrecision parse_matmul_precision(const std::string& text, const std::string& where) {
+  for (MatmulPrecision p : {MatmulPrecision::automatic, MatmulPrecision::f32, MatmulPrecision::bf16})
+    if (text == matmul_precision_name(p)) return p;
+  fail(where, ": expected \"auto\", \"f32\" or \"bf16\", got \"", text, "\"");
+}
+
 namespace {
 void check_slot(const char* op, int slot) {
   check(slot >= 0 && slot < Backend::kValueSlots, op, ": slot ", slot, " is outside [0, ", Backend::kValueSlots, ")");

@@ -20,6 +20,15 @@
 
 namespace ct {
 
+// The precision of matmul operands (docs/train.md, "Mixed precision"): f32 (the reference), bf16
+// (operands rounded to bf16, f32 accumulation), or automatic: the backend takes bf16 where its device
+// has a bf16 engine and f32 elsewhere, and says which and why (Backend::matmul_precision_reason).
+enum class MatmulPrecision { automatic, f32, bf16 };
+
+const char* matmul_precision_name(MatmulPrecision precision);  // "auto", "f32", "bf16"
+// The inverse of matmul_precision_name; anything else is a ct::Error naming `where` and the value.
+MatmulPrecision parse_matmul_precision(const std::string& text, const std::string& where);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -28,8 +37,17 @@ class Backend {
   virtual std::string name() const = 0;                // "cpu", "cuda"
   virtual std::string device_description() const = 0;  // e.g. "2 cores of Intel Xeon (avx512_bf16)"
   virtual int device_count() const { return 1; }        // devices or cores this backend drives
-  // Dense matmul peak of one step's precision, FLOP/s, for MFU; 0 when unknown.
+  // The device's theoretical peak in the matmul precision in use, FLOP/s: the ceiling MFU divides by,
+  // which no step can exceed (CPU: cores x FLOP per cycle x clock, cpu/cpu_peak.h; GPU: the data
+  // sheet's dense figure); 0 when unknown.
   virtual double peak_flops() const { return 0.0; }
+  // The fastest matmul rate measured on this device in that precision (a probe on first use),
+  // FLOP/s: what the GEMM library reaches, shown beside MFU; 0 when not measured.
+  virtual double matmul_ceiling_flops() const { return 0.0; }
+  // The precision the matmuls run in (never automatic: a backend resolves "auto" when it is
+  // created) and why, in words, for the start line and result.json.
+  virtual MatmulPrecision matmul_precision() const { return MatmulPrecision::f32; }
+  virtual std::string matmul_precision_reason() const { return "f32: the backend's only precision"; }
 
   // ---- memory ---------------------------------------------------------------------------------
   // Zero-initialised memory of the given shape and dtype.
@@ -110,9 +128,11 @@ class Backend {
   // The dtype in which the model should hand gemm its operands: the activations that feed a matmul
   // are stored in it where they are produced, and each weight matrix gets a compute copy in it,
   // refreshed once per optimizer step (master weights, gradients and optimizer state stay f32).
-  // f32 by default; the CPU backend created with matmul_precision "bf16" returns bf16 and documents
-  // which ops then take bf16 tensors (cpu/cpu_backend.h).
-  virtual DType matmul_operand_dtype() const { return DType::f32; }
+  // bf16 when matmul_precision() is bf16, else f32; the CPU backend documents which ops then take
+  // bf16 tensors (cpu/cpu_backend.h).
+  DType matmul_operand_dtype() const {
+    return matmul_precision() == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
+  }
   // Forward and backward of the softcapped cross-entropy in one pass over the logits (a training
   // step needs both): losses as softcap_cross_entropy_forward gives them, and dlogits_out as
   // softcap_cross_entropy_backward gives it for loss_scale. dlogits_out may alias logits (same
@@ -250,7 +270,7 @@ struct BackendOptions {
   std::string name = "cpu";  // "cpu" or "cuda"
   int threads = 0;           // CPU: 0 = every available core
   int device = 0;            // CUDA: device ordinal
-  std::string matmul_precision = "f32";  // "f32" or "bf16" (inputs rounded to bf16, f32 accumulation)
+  MatmulPrecision matmul_precision = MatmulPrecision::f32;
   bool fp8 = false;  // CUDA: linear_forward_fp8 runs in fp8 (e4m3, per-tensor scales); others ignore it
 };
 

@@ -12,8 +12,9 @@ void add_backend_options(CLI::App* cmd, BackendArgs& args) {
   cmd->add_option("--threads", args.threads, "CPU threads (0 = every available core)")->capture_default_str();
   cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
   cmd->add_option("--matmul-precision", args.matmul_precision,
-                  "f32 (reference) or bf16 (bf16 matmul operands, f32 accumulation; the CPU backend's AMX path)")
-      ->check(CLI::IsMember({"f32", "bf16"}))
+                  "f32 (the reference), bf16 (bf16 matmul operands, f32 accumulation; needs a bf16 engine: "
+                  "AVX512-BF16, AMX or a GPU) or auto (bf16 where there is one)")
+      ->check(CLI::IsMember({"f32", "bf16", "auto"}))
       ->capture_default_str();
 }
 
@@ -22,7 +23,7 @@ std::unique_ptr<Backend> make_backend(const BackendArgs& args) {
   BackendOptions options;
   options.threads = args.threads;
   options.device = args.device;
-  options.matmul_precision = args.matmul_precision;
+  options.matmul_precision = parse_matmul_precision(args.matmul_precision, "--matmul-precision");
   if (args.name != "auto") {
     options.name = args.name;
     return create_backend(options);

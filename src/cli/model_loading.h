@@ -14,7 +14,7 @@ struct BackendArgs {
   std::string name = "auto";  // auto = cuda when built in and a device starts, else cpu
   int threads = 0;
   int device = 0;
-  std::string matmul_precision = "f32";  // f32 (the reference) or bf16 (bf16 operands, f32 accumulation)
+  std::string matmul_precision = "f32";  // f32 (the reference), bf16 (bf16 operands, f32 accumulation) or auto
 };
 
 void add_backend_options(CLI::App* cmd, BackendArgs& args);

@@ -32,6 +32,7 @@ void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
     s.tokens_per_second = optional_number(r, "tokens_per_second");
     s.flops_per_second = optional_number(r, "flops_per_second");
     s.mfu = optional_number(r, "mfu");
+    s.of_matmul_ceiling = optional_number(r, "of_matmul_ceiling");
     s.step_seconds = optional_number(r, "step_seconds");
     log.train.push_back(s);
   } else if (kind == "eval") {

@@ -29,7 +29,8 @@ struct TrainStepRecord {
   double grad_norm = 0;
   double tokens_per_second = 0;
   double flops_per_second = 0;
-  double mfu = 0;
+  double mfu = 0;                // of the device's theoretical peak
+  double of_matmul_ceiling = 0;  // of the backend's measured matmul rate
   double step_seconds = 0;
 };
 

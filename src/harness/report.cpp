@@ -58,21 +58,24 @@ double median(std::vector<double> v) {
 struct TimedFigures {
   double median_tokens_per_second = NAN;
   double mean_mfu = NAN;
+  double mean_of_matmul_ceiling = NAN;
   double last_loss = NAN;
 };
 
 TimedFigures timed_figures(const MetricsLog& log) {
   TimedFigures f;
   std::vector<double> rates;
-  double mfu_sum = 0;
-  size_t mfu_count = 0;
+  double mfu_sum = 0, ceiling_sum = 0;
+  size_t mfu_count = 0, ceiling_count = 0;
   for (const auto& s : log.train) {
     if (s.clock_seconds <= 0) continue;
     if (std::isfinite(s.tokens_per_second)) rates.push_back(s.tokens_per_second);
     if (std::isfinite(s.mfu)) mfu_sum += s.mfu, ++mfu_count;
+    if (std::isfinite(s.of_matmul_ceiling)) ceiling_sum += s.of_matmul_ceiling, ++ceiling_count;
   }
   f.median_tokens_per_second = median(rates);
   if (mfu_count) f.mean_mfu = mfu_sum / static_cast<double>(mfu_count);
+  if (ceiling_count) f.mean_of_matmul_ceiling = ceiling_sum / static_cast<double>(ceiling_count);
   if (!log.train.empty()) f.last_loss = log.train.back().loss;
   return f;
 }
@@ -136,7 +139,13 @@ std::string cards_section(const ReportInputs& in) {
   }
   out += card("throughput", std::isfinite(f.median_tokens_per_second) ? format_si(f.median_tokens_per_second) : "-",
               "tokens/s, median of timed steps");
-  out += card("MFU", std::isfinite(f.mean_mfu) ? format_fixed(f.mean_mfu * 100, 1) + "%" : "-", "mean of timed steps");
+  out += card("MFU", std::isfinite(f.mean_mfu) ? format_fixed(f.mean_mfu * 100, 1) + "%" : "-",
+              "of the theoretical peak, mean of timed steps");
+  out += card("of matmul ceiling",
+              std::isfinite(f.mean_of_matmul_ceiling) ? format_fixed(f.mean_of_matmul_ceiling * 100, 1) + "%" : "-",
+              "of the measured GEMM rate, mean of timed steps");
+  if (r && !r->device.matmul_precision.empty())
+    out += card("matmuls", r->device.matmul_precision, r->device.matmul_precision_reason);
   return out + "</div>";
 }
 
@@ -360,6 +369,12 @@ std::string machine_section(const RunResult& r) {
   out += "<dt>device</dt><dd>" + esc(r.device.description) + "</dd>";
   out += "<dt>devices</dt><dd>" + std::to_string(r.device.devices) + "</dd>";
   out += "<dt>threads</dt><dd>" + std::to_string(r.device.threads) + "</dd>";
+  if (!r.device.matmul_precision.empty()) {
+    out += "<dt>matmuls</dt><dd>" + esc(r.device.matmul_precision_reason) + "</dd>";
+    out += "<dt>theoretical peak</dt><dd>" + esc(format_fixed(r.device.peak_flops / 1e9, 1)) + " GFLOP/s</dd>";
+    out += "<dt>matmul ceiling</dt><dd>" + esc(format_fixed(r.device.matmul_ceiling_flops / 1e9, 1)) +
+           " GFLOP/s (measured)</dd>";
+  }
   out += "<dt>binary</dt><dd class=\"mono\">" + esc(r.binary.version) + "</dd>";
   out += "<dt>build</dt><dd class=\"mono\">" + esc(r.binary.build_flags) + "</dd>";
   out += "<dt>manifest</dt><dd class=\"mono\">" + esc(r.data.manifest_sha256) + "</dd>";

@@ -111,6 +111,8 @@ void check_gate_consistency(const RunResult& r, const std::string& where) {
     fail(where, ": field 'gate.eligible': false, but every check of round ", r.round, " passed");
   if (!r.gate.eligible) return;
   if (!r.val_bpb) fail(where, ": field 'val_bpb': null in a result marked eligible");
+  if (r.data.manifest_sha256.empty())
+    fail(where, ": field 'data.manifest_sha256': empty (no data prepared) in a result marked eligible");
   if (r.train_clock_seconds > r.budget_seconds)
     fail(where, ": field 'train_clock_seconds': ", r.train_clock_seconds, " exceeds budget_seconds ",
          r.budget_seconds, " in a result marked eligible");
@@ -187,8 +189,14 @@ OrderedJson result_to_json(const RunResult& r) {
   for (const auto& s : r.data.shards_read) shards.push_back({{"name", s.name}, {"sha256", s.sha256}});
   j["data"] = {{"manifest_sha256", r.data.manifest_sha256}, {"shards_read", std::move(shards)}};
   j["binary"] = {{"version", r.binary.version}, {"build_flags", r.binary.build_flags}};
-  j["device"] = {{"backend", r.device.backend}, {"description", r.device.description},
-                 {"devices", r.device.devices}, {"threads", r.device.threads}};
+  j["device"] = {{"backend", r.device.backend},
+                 {"description", r.device.description},
+                 {"devices", r.device.devices},
+                 {"threads", r.device.threads},
+                 {"matmul_precision", r.device.matmul_precision},
+                 {"matmul_precision_reason", r.device.matmul_precision_reason},
+                 {"peak_flops", r.device.peak_flops},
+                 {"matmul_ceiling_flops", r.device.matmul_ceiling_flops}};
   OrderedJson env = OrderedJson::object();
   for (const auto& [k, v] : r.environment) env[k] = v;
   j["environment"] = std::move(env);
@@ -230,7 +238,9 @@ RunResult result_from_json(const Json& j, const std::string& where) {
   if (!r.is_null("core")) out.core = read_core(r.object("core"));
   out.gate = read_gate(r.object("gate"));
   FieldReader data = r.object("data");
-  out.data.manifest_sha256 = sha256_field(data, "manifest_sha256");
+  // "" only in a run that stopped before any data was prepared (its backend could not start)
+  out.data.manifest_sha256 = data.string("manifest_sha256");
+  if (!out.data.manifest_sha256.empty()) sha256_field(data, "manifest_sha256");
   const Json& shards = data.array("shards_read");
   for (size_t i = 0; i < shards.size(); ++i) {
     FieldReader s = data.element(shards, i, "shards_read");
@@ -243,6 +253,14 @@ RunResult result_from_json(const Json& j, const std::string& where) {
   out.device.description = device.string("description");
   out.device.devices = device.integer("devices", 0, kMaxCount);
   out.device.threads = device.integer("threads", 0, kMaxCount);
+  out.device.matmul_precision = device.string_or("matmul_precision", "");
+  check(out.device.matmul_precision.empty() || out.device.matmul_precision == "f32" ||
+            out.device.matmul_precision == "bf16",
+        where, ": field 'device.matmul_precision': expected \"f32\" or \"bf16\", got \"", out.device.matmul_precision,
+        "\"");
+  out.device.matmul_precision_reason = device.string_or("matmul_precision_reason", "");
+  out.device.peak_flops = device.has("peak_flops") ? device.non_negative("peak_flops") : 0.0;
+  out.device.matmul_ceiling_flops = device.has("matmul_ceiling_flops") ? device.non_negative("matmul_ceiling_flops") : 0.0;
   FieldReader env = r.object("environment");
   for (const auto& [k, v] : env.json().items()) out.environment.emplace_back(k, env.string(k));
   std::sort(out.environment.begin(), out.environment.end());

@@ -94,6 +94,12 @@ struct DeviceInfo {
   std::string description;
   int64_t devices = 0;
   int64_t threads = 0;
+  // The matmul precision that ran ("f32", "bf16") and why ("auto: f32, the CPU level avx2 has no bf16
+  // engine ..."); the device's theoretical peak in it and the measured matmul ceiling (FLOP/s). Empty
+  // or 0 in results written before they were recorded.
+  std::string matmul_precision, matmul_precision_reason;
+  double peak_flops = 0;
+  double matmul_ceiling_flops = 0;
 };
 
 struct RunResult {

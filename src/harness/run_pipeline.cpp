@@ -57,11 +57,12 @@ struct Training {
   std::string error;      // the trainer's error, thrown or returned
 };
 
-Training run_training(const Recipe& recipe, const PreparedData& prepared, const fs::path& run_dir, bool progress,
-                      ReadGuard& guard, std::ostream& log) {
+Training run_training(const Recipe& recipe, Backend& backend, const PreparedData& prepared, const fs::path& run_dir,
+                      bool progress, ReadGuard& guard, std::ostream& log) {
   Training t;
   TrainOptions options;
   options.recipe = recipe;
+  options.backend = &backend;
   options.data_dir = prepared.dir;
   options.out_dir = run_dir;
   options.progress_line = progress;
@@ -119,6 +120,44 @@ DataPins data_pins(const PreparedData& prepared, const ReadGuard& guard) {
   return pins;
 }
 
+// The fields of result.json that every run has, whatever it got to.
+void fill_run_identity(RunResult& r, const RunPipelineOptions& o, const Recipe& recipe, const fs::path& run_dir) {
+  r.name = recipe.name;
+  r.recipe = {o.recipe_path.string(), recipe_hash(recipe), to_json(recipe)};
+  r.seed = recipe.seed;
+  r.round = o.round;
+  r.budget_seconds = recipe.budget_seconds;
+  r.startup_cap_seconds = recipe.startup_cap_seconds;
+  r.binary = current_binary();
+  r.environment = capture_environment();
+  r.run_dir = run_dir.string();
+  r.created_unix = unix_seconds();
+}
+
+// A run whose backend could not start: result.json records why (the gate, with no evidence, fails
+// every check) and nothing else is written; the error is thrown on, naming the record.
+[[noreturn]] void record_failed_start(const RunPipelineOptions& o, const Recipe& recipe, const GateRules& rules,
+                                      RunOutcome& out, const std::string& error) {
+  RunResult& r = out.result;
+  fill_run_identity(r, o, recipe, out.run_dir);
+  TrainEvidence no_training;
+  no_training.train_clock_seconds = std::nan("");
+  no_training.budget_seconds = recipe.budget_seconds;
+  no_training.startup_seconds = std::nan("");
+  no_training.backend = recipe.backend;
+  r.gate = run_gate(no_training, EvalEvidence{}, DataPins{}, rules);
+  r.device.backend = recipe.backend;
+  r.device.description = "not started: " + error;
+  r.device.threads = recipe.threads;
+  r.extra["train_stop"] = Json{{"reason", "backend"}, {"error", error}};
+  out.notes.push_back("backend: " + error);
+  r.extra["notes"] = out.notes;
+  ensure_directory(out.run_dir);
+  out.result_path = out.run_dir / kResultFileName;
+  write_result_file(out.result_path, r);
+  fail(error, "\n(recorded in ", out.result_path.string(), "; nothing else was written)");
+}
+
 }  // namespace
 
 RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
@@ -141,6 +180,21 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
           ": the run folder already holds a run; choose a new --out");
   log << "run: " << recipe.name << ", round " << o.round << ", " << out.run_dir.string() << "\n" << std::flush;
+
+  // 0. The backend, made and probed before minutes go into data: a machine that cannot run the
+  //    recipe (a precision without its engine, a missing library or device) fails here, in seconds.
+  std::unique_ptr<Backend> backend;
+  double matmul_ceiling = 0;
+  try {
+    backend = create_recipe_backend(recipe);
+    matmul_ceiling = backend->matmul_ceiling_flops();
+  } catch (const std::exception& e) {
+    record_failed_start(o, recipe, rules, out, e.what());
+  }
+  log << "backend: " << backend->name() << ", matmuls " << backend->matmul_precision_reason() << "; "
+      << backend->device_description() << "; measured matmul ceiling " << format_fixed(matmul_ceiling / 1e9, 1)
+      << " GFLOP/s\n"
+      << std::flush;
 
   // 1. Data.
   DataCacheSettings cache;
@@ -169,7 +223,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   guard.forbid_pinned_evaluation_data(layout);
   for (const auto& s : prepared.pinned.shards_of("val"))
     guard.forbid(prepared.dir / s.name, "a shard of the pinned validation set");
-  const Training training = run_training(recipe, prepared, out.run_dir, o.progress, guard, log);
+  const Training training = run_training(recipe, *backend, prepared, out.run_dir, o.progress, guard, log);
   if (!training.error.empty()) out.notes.push_back("training: " + training.error);
 
   // The checkpoint as saved, hashed before anything else can touch it.
@@ -214,15 +268,10 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   const DataPins pins = data_pins(prepared, guard);
 
   RunResult& r = out.result;
-  r.name = recipe.name;
-  r.recipe = {o.recipe_path.string(), recipe_hash(recipe), to_json(recipe)};
-  r.seed = recipe.seed;
-  r.round = o.round;
+  fill_run_identity(r, o, recipe, out.run_dir);
   r.parameters = training.result.parameters;
-  r.budget_seconds = recipe.budget_seconds;
   r.train_clock_seconds = training.result.train_clock_seconds;
   r.startup_seconds = training.result.startup_seconds;
-  r.startup_cap_seconds = recipe.startup_cap_seconds;
   r.steps = training.result.steps;
   r.tokens = training.result.tokens;
   if (evaluation.evidence.val_bpb && std::isfinite(*evaluation.evidence.val_bpb)) r.val_bpb = *evaluation.evidence.val_bpb;
@@ -231,16 +280,18 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   r.gate = run_gate(train_ev, evaluation.evidence, pins, rules);
   r.data.manifest_sha256 = prepared.pinned_manifest_sha256;
   r.data.shards_read = train_ev.shards_read;
-  r.binary = current_binary();
-  const std::string backend = training.result.backend.empty() ? recipe.backend : training.result.backend;
-  if (backend == "cpu") {
+  if (backend->name() == "cpu") {
     r.device = describe_cpu_device(training.result.threads);
   } else {
-    r.device = {backend, training.result.device_description, 1, training.result.threads};
+    r.device.backend = backend->name();
+    r.device.description = backend->device_description();
+    r.device.devices = 1;
+    r.device.threads = training.result.threads;
   }
-  r.environment = capture_environment();
-  r.run_dir = out.run_dir.string();
-  r.created_unix = unix_seconds();
+  r.device.matmul_precision = matmul_precision_name(backend->matmul_precision());
+  r.device.matmul_precision_reason = backend->matmul_precision_reason();
+  r.device.peak_flops = backend->peak_flops();
+  r.device.matmul_ceiling_flops = matmul_ceiling;
   r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
   r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
   r.extra["notes"] = out.notes;

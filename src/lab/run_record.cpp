@@ -102,7 +102,7 @@ std::map<std::string, std::string> run_fingerprint(const RunRecord& run) {
   copy_if_present(r.at("binary"), "version", "binary.version", out);
   copy_if_present(r.at("binary"), "build_flags", "binary.build_flags", out);
   copy_if_present(r.at("data"), "manifest_sha256", "data.manifest_sha256", out);
-  for (const char* key : {"backend", "description", "devices", "threads"})
+  for (const char* key : {"backend", "description", "devices", "threads", "matmul_precision"})
     copy_if_present(r.at("device"), key, std::string("device.") + key, out);
   for (const auto& [name, value] : run.environment) out["env." + name] = Json(value).dump();
   return out;
@@ -114,6 +114,7 @@ std::map<std::string, std::string> run_outcomes(const RunRecord& run) {
   for (const char* key : {"name", "seed", "val_bpb", "steps", "tokens", "train_clock_seconds", "parameters"})
     copy_if_present(r, key, key, out);
   copy_if_present(r.at("recipe"), "path", "recipe.path", out);
+  copy_if_present(r.at("device"), "matmul_precision_reason", "device.matmul_precision_reason", out);
   if (r.contains("core") && r.at("core").is_object()) copy_if_present(r.at("core"), "core", "core", out);
   out["gate.eligible"] = run.gate_eligible ? "true" : "false";
   return out;

@@ -39,14 +39,15 @@ RunRecord parse_run_record(const std::string& result_text, const std::filesystem
 //                          but recipe.run.seed and recipe.run.budget_seconds (see below)
 //   budget_seconds, startup_cap_seconds, round
 //   binary.version, binary.build_flags, data.manifest_sha256
-//   device.backend, device.description, device.devices, device.threads
+//   device.backend, device.description, device.devices, device.threads, device.matmul_precision
 //   env.<NAME>             every recorded environment variable
 // The seed is not part of it: seeds are what replicates a configuration. The budget is there once,
 // as budget_seconds.
 std::map<std::string, std::string> run_fingerprint(const RunRecord& run);
 
 // Outcomes and labels shown by `lab diff` beside the fingerprint (never a hygiene difference):
-// name, recipe.path, seed, val_bpb, core, steps, tokens, train_clock_seconds, parameters, gate.eligible.
+// name, recipe.path, device.matmul_precision_reason, seed, val_bpb, core, steps, tokens,
+// train_clock_seconds, parameters, gate.eligible.
 std::map<std::string, std::string> run_outcomes(const RunRecord& run);
 
 // A metric of the run: "core" is result.core.core; any other name is a numeric top-level field

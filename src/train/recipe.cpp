@@ -68,6 +68,14 @@ FieldReader string_field(std::string& target) {
   };
 }
 
+FieldReader precision_field(MatmulPrecision& target) {
+  return [&target](const toml::node& n, const std::string& what) {
+    auto v = n.value_exact<std::string>();
+    check(v.has_value(), what, ": expected a string: \"auto\", \"f32\" or \"bf16\"");
+    target = parse_matmul_precision(*v, what);
+  };
+}
+
 // attention_layers = "all" or one boolean per layer.
 FieldReader attention_layers_field(std::vector<bool>& target) {
   return [&target](const toml::node& n, const std::string& what) {
@@ -152,7 +160,7 @@ Schema schema_for(Recipe& r) {
       {"backend",
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
-        {"matmul_precision", string_field(r.matmul_precision)},
+        {"matmul_precision", precision_field(r.matmul_precision)},
         {"fp8", bool_field(r.fp8)},
         {"graphs", bool_field(r.graphs)}}},
       {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
@@ -203,8 +211,6 @@ void Recipe::validate(const std::string& where) const {
   check(checkpoint_every_minutes >= 0, field("checkpoint.every_minutes"), ": expected >= 0");
   check(debug_nan_loss_at_step >= 0, field("debug.nan_loss_at_step"), ": expected >= 0 (0 = off)");
   check(threads >= 0, field("backend.threads"), ": expected >= 0 (0 = every core)");
-  check(matmul_precision == "f32" || matmul_precision == "bf16", field("backend.matmul_precision"),
-        ": expected \"f32\" or \"bf16\", got \"", matmul_precision, "\"");
   const OptimizerConfig& o = optimizer;
   check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0, field("optimizer.*_lr"),
         ": learning rates must be >= 0");
@@ -283,13 +289,27 @@ Json to_json(const Recipe& r) {
       {"backend",
        {{"name", r.backend},
         {"threads", r.threads},
-        {"matmul_precision", r.matmul_precision},
+        {"matmul_precision", matmul_precision_name(r.matmul_precision)},
         {"fp8", r.fp8},
         {"graphs", r.graphs}}},
   };
   // Only when set, so that recipes without it keep their hashes.
   if (r.debug_nan_loss_at_step != 0) resolved["debug"] = Json{{"nan_loss_at_step", r.debug_nan_loss_at_step}};
   return resolved;
+}
+
+std::unique_ptr<Backend> create_recipe_backend(const Recipe& r) {
+  BackendOptions options;
+  options.name = r.backend;
+  options.threads = r.threads;
+  options.matmul_precision = r.matmul_precision;
+  options.fp8 = r.fp8;
+  try {
+    return create_backend(options);
+  } catch (const Error& e) {
+    fail(r.source_path.empty() ? std::string("recipe") : r.source_path, ": [backend] (name \"", r.backend,
+         "\", matmul_precision \"", matmul_precision_name(r.matmul_precision), "\"): ", e.what());
+  }
 }
 
 std::string recipe_hash(const Recipe& recipe) { return sha256_hex(to_json(recipe).dump()); }

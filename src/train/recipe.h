@@ -5,8 +5,10 @@
 // (to_json of the struct after command-line overrides), so results name exactly what ran.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "backend/backend.h"
 #include "model/config.h"
 #include "optim/config.h"
 #include "util/json.h"
@@ -51,7 +53,9 @@ struct Recipe {
   // [backend]
   std::string backend = "cpu";
   int threads = 0;                  // 0 = every available core
-  std::string matmul_precision = "f32";
+  // auto (the default): the backend's choice for its device, bf16 where the CPU or GPU has a bf16
+  // engine and f32 elsewhere; f32 (the reference) or bf16 (an error without the engine). docs/train.md
+  MatmulPrecision matmul_precision = MatmulPrecision::automatic;
   bool fp8 = false;                   // the MLP's forward products in fp8 e4m3 (cuda)
   bool graphs = true;                 // record the training step as graph regions where the backend can (cuda)
 
@@ -72,6 +76,11 @@ struct Recipe {
 Recipe load_recipe(const std::filesystem::path& path);
 // Same from TOML text (`where` names the source in errors).
 Recipe parse_recipe(const std::string& toml_text, const std::string& where);
+
+// The backend a run of this recipe trains on ([backend]: name, threads, matmul_precision, fp8):
+// a ct::Error, prefixed with where the recipe came from, when it cannot start or cannot run the
+// recipe's precision here.
+std::unique_ptr<Backend> create_recipe_backend(const Recipe& recipe);
 
 // The resolved recipe: every field, sectioned as in the TOML file.
 Json to_json(const Recipe& recipe);

@@ -106,7 +106,8 @@ class Run {
   Recipe recipe_;
   TrainResult result_;
   Stopwatch startup_watch_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> owned_backend_;  // when TrainOptions::backend is null
+  Backend* backend_ = nullptr;
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TrainStep> train_step_;
@@ -137,15 +138,18 @@ void Run::set_up() {
 
   result_.threads = set_thread_count(r.threads);
   result_.available_cores = available_cores();
-  BackendOptions backend_options;
-  backend_options.name = r.backend;
-  backend_options.threads = result_.threads;
-  backend_options.matmul_precision = r.matmul_precision;
-  backend_options.fp8 = r.fp8;
-  backend_ = create_backend(backend_options);
+  if (options_.backend) {
+    backend_ = options_.backend;
+  } else {
+    owned_backend_ = create_recipe_backend(r);
+    backend_ = owned_backend_.get();
+  }
   result_.backend = backend_->name();
   result_.device_description = backend_->device_description();
+  result_.matmul_precision = matmul_precision_name(backend_->matmul_precision());
+  result_.matmul_precision_reason = backend_->matmul_precision_reason();
   result_.peak_flops = backend_->peak_flops();
+  result_.matmul_ceiling_flops = backend_->matmul_ceiling_flops();
 
   // The data: the manifest must describe tokens of this recipe's vocabulary.
   check(fs::exists(options_.data_dir / kManifestFileName), (options_.data_dir / kManifestFileName).string(),
@@ -188,7 +192,8 @@ void Run::set_up() {
     log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl");
     log_->event(0, 0.0, "start",
                 str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
-                    " parameters, ", result_.device_description, ", ", result_.threads, " threads"));
+                    " parameters, matmuls ", result_.matmul_precision_reason, ", ", result_.device_description,
+                    ", ", result_.threads, " threads"));
   } else {
     resume();
   }
@@ -307,6 +312,9 @@ void Run::write_train_row(double loss, double lr, double grad_norm, double step_
                   {"tokens_per_second", last_tokens_per_second_},
                   {"flops_per_second", flops_per_second},
                   {"mfu", result_.peak_flops > 0 ? Json(flops_per_second / result_.peak_flops) : Json(nullptr)},
+                  {"of_matmul_ceiling", result_.matmul_ceiling_flops > 0
+                                            ? Json(flops_per_second / result_.matmul_ceiling_flops)
+                                            : Json(nullptr)},
                   {"step_seconds", step_seconds},
                   {"in_clock", in_clock}};
   log_->write(row);
@@ -487,7 +495,10 @@ Json to_json(const TrainResult& r) {
                 {"description", r.device_description},
                 {"threads", r.threads},
                 {"available_cores", r.available_cores},
-                {"peak_flops", r.peak_flops}}}};
+                {"matmul_precision", r.matmul_precision},
+                {"matmul_precision_reason", r.matmul_precision_reason},
+                {"peak_flops", r.peak_flops},
+                {"matmul_ceiling_flops", r.matmul_ceiling_flops}}}};
 }
 
 TrainResult train(const TrainOptions& options) {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/backend.h"
 #include "train/recipe.h"
 #include "util/read_guard.h"
 #include "util/json.h"
@@ -43,6 +44,9 @@ struct TrainOptions {
   // loaders' manifest and shards, the tokenizer files), refusing what it forbids (harness.md's data
   // gate: the harness forbids val/ and eval_bundle/ and reads the record afterwards).
   ReadGuard* read_guard = nullptr;
+  // Optional (must outlive the run): the backend, already made by create_recipe_backend(recipe)
+  // (`clocktrain run` makes and probes it before it prepares data); null = the trainer makes it.
+  Backend* backend = nullptr;
 };
 
 struct TrainResult {
@@ -69,7 +73,9 @@ struct TrainResult {
   std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256
   std::string backend, device_description;
   int threads = 0, available_cores = 0;
-  double peak_flops = 0.0;
+  std::string matmul_precision, matmul_precision_reason;  // as the backend resolved them ("bf16", "auto: ...")
+  double peak_flops = 0.0;            // the device's theoretical peak (MFU's ceiling)
+  double matmul_ceiling_flops = 0.0;  // the backend's measured matmul rate (0 when not measured)
   bool ok() const { return error.empty(); }
 };
 

@@ -5,6 +5,7 @@
 #include "backend/cpu/gemm_library.h"
 #include "backend/gemm_peak.h"
 #include "backend_test_support.h"
+#include "bf16_engine_support.h"
 
 namespace ct::test {
 namespace {
@@ -191,9 +192,10 @@ TEST(NewtonSchulz, Bf16ProductsStayWithinBf16ToleranceAndNearOrthogonal) {
   // per step, so operand rounding of 2^-9 grows to a few percent after 5 steps (measured: 2.6-4.2%,
   // largest element error over largest element). nanochat's all-bf16 iteration is further off still
   // (Frobenius 5-8% against 2% for this one, torch on the same shapes).
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   const double a = 3.4445, b = -4.7750, c = 2.0315;
   BackendOptions options;
-  options.matmul_precision = "bf16";
+  options.matmul_precision = MatmulPrecision::bf16;
   std::unique_ptr<Backend> bf16 = create_backend(options);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{48, 80}, {96, 40}, {64, 64}}) {
     Values g = random_values(rows * cols, 40 + rows);
@@ -218,8 +220,12 @@ TEST(NewtonSchulz, ManyAtOnceEqualsOneByOne) {
   // bits as separate calls, whatever the order and the other matrices of the batch. Twelve matrices
   // of several shapes (wide, tall, square, empty), so that both threads run several.
   const double a = 3.4445, b = -4.7750, c = 2.0315;
-  for (const std::string precision : {"bf16", "f32"}) {
-    SCOPED_TRACE(precision);
+  for (MatmulPrecision precision : {MatmulPrecision::bf16, MatmulPrecision::f32}) {
+    SCOPED_TRACE(matmul_precision_name(precision));
+    if (precision == MatmulPrecision::bf16 && !bf16_engine_available()) {
+      std::printf("bf16 skipped: no bf16 engine at the CPU level %s\n", cpu_level_description().c_str());
+      continue;
+    }
     BackendOptions options;
     options.threads = 2;
     options.matmul_precision = precision;

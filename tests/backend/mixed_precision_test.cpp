@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/simd_math.h"
 #include "backend_test_support.h"
+#include "bf16_engine_support.h"
 
 namespace ct::test {
 namespace {
@@ -87,6 +88,7 @@ TEST(Bf16Rounding, VectorRoundingsAgreeWithTheScalarOne) {
 #endif
 
 TEST(Bf16Gemm, EveryTransposeCaseMatchesF64OnRoundedInputs) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   const int64_t m = 37, n = 45, k = 70;  // not multiples of any block size
   for (bool ta : {false, true})
     for (bool tb : {false, true})
@@ -109,6 +111,7 @@ TEST(Bf16Gemm, EveryTransposeCaseMatchesF64OnRoundedInputs) {
 }
 
 TEST(Bf16Gemm, SameBitsOnEveryCallAndErrors) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   const int64_t m = 256, n = 96, k = 512;
   Buffer a = make_buffer(Shape{k, m}, DType::bf16, random_values(static_cast<size_t>(m * k), 4));
   Buffer b = make_buffer(Shape{k, n}, DType::bf16, random_values(static_cast<size_t>(k * n), 5));

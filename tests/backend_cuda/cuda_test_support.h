@@ -43,7 +43,7 @@ inline Backend* cuda(const CudaFlavour& flavour = {}) {
   try {
     BackendOptions options;
     options.name = "cuda";
-    options.matmul_precision = flavour.matmul_precision;
+    options.matmul_precision = parse_matmul_precision(flavour.matmul_precision, "CudaFlavour");
     options.fp8 = flavour.fp8;
     if (flavour.reference_attention) setenv("CLOCKTRAIN_CUDA_ATTENTION", "reference", 1);
     auto backend = create_backend(options);

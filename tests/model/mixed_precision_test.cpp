@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "model/gpt.h"
 #include "model/tiny_model.h"
+#include "bf16_engine_support.h"
 
 namespace ct {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 // attention blocks, the second partial) and an MLP-only layer.
 ModelConfig bf16_config() { return test::three_layer_config(300, 80, 64, 2, 1); }
 
-std::unique_ptr<Backend> backend_with(const std::string& precision) { return test::cpu_backend(2, precision); }
+std::unique_ptr<Backend> backend_with(MatmulPrecision precision) { return test::cpu_backend(2, precision); }
 
 struct Pass {
   double loss = 0;
@@ -43,8 +44,9 @@ double relative(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 TEST(MixedPrecision, Bf16ModelMatchesF32WithinBf16Tolerance) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   const ModelConfig config = bf16_config();
-  auto be32 = backend_with("f32"), be16 = backend_with("bf16");
+  auto be32 = backend_with(MatmulPrecision::f32), be16 = backend_with(MatmulPrecision::bf16);
   EXPECT_EQ(be16->matmul_operand_dtype(), DType::bf16);
   GPT m32(*be32, config), m16(*be16, config);
   EXPECT_EQ(m16.matmul_dtype(), DType::bf16);
@@ -68,8 +70,9 @@ TEST(MixedPrecision, Bf16ModelMatchesF32WithinBf16Tolerance) {
 }
 
 TEST(MixedPrecision, EvaluationAndKvCacheInBf16) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   const ModelConfig config = bf16_config();
-  auto be32 = backend_with("f32"), be16 = backend_with("bf16");
+  auto be32 = backend_with(MatmulPrecision::f32), be16 = backend_with(MatmulPrecision::bf16);
   GPT m32(*be32, config), m16(*be16, config);
   test::randomize_parameters(m32, 7, 2.0);
   test::randomize_parameters(m16, 7, 2.0);

@@ -31,8 +31,8 @@ inline ModelConfig three_layer_config(int64_t vocab_size, int64_t sequence_len, 
 // heads over 2 key-value heads), and an MLP-only layer between two attention layers.
 inline ModelConfig tiny_config() { return three_layer_config(200, 16, 32, 4, 2); }
 
-// matmul_precision "f32" (the reference) or "bf16".
-inline std::unique_ptr<Backend> cpu_backend(int threads = 2, const std::string& matmul_precision = "f32") {
+// matmul_precision f32 (the reference) or bf16.
+inline std::unique_ptr<Backend> cpu_backend(int threads = 2, MatmulPrecision matmul_precision = MatmulPrecision::f32) {
   BackendOptions o;
   o.name = "cpu";
   o.threads = threads;

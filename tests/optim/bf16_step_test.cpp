@@ -6,11 +6,13 @@
 #include "model/gpt.h"
 #include "model/tiny_model.h"
 #include "optim/optimizer.h"
+#include "bf16_engine_support.h"
 
 namespace ct {
 namespace {
 
 TEST(MixedPrecision, ComputeCopiesFollowTheOptimizer) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   ModelConfig config = test::tiny_config();
   config.n_embd = 64;  // head_dim 32 with 2 heads over 1 kv head
   config.n_head = 2;
@@ -18,7 +20,7 @@ TEST(MixedPrecision, ComputeCopiesFollowTheOptimizer) {
   config.sequence_len = 80;
   BackendOptions options;
   options.threads = 2;
-  options.matmul_precision = "bf16";
+  options.matmul_precision = MatmulPrecision::bf16;
   auto be = make_cpu_backend(options);
   GPT model(*be, config), fresh(*be, config);
   test::randomize_parameters(model, 6, 2.0);

@@ -75,10 +75,10 @@ inline int one_allowed_cpu() {
 // `clocktrain run RECIPE --data DATA --cache CACHE --out OUT` with small preparation settings, on
 // one core (taskset): the run uses every core it may run on, as the gate's full_machine check
 // requires, and a toy model's steps on two threads of a 2-core machine shared with other jobs spend
-// most of their time waiting for each other.
+// most of their time waiting for each other. `env`: "NAME=VALUE ..." for the run's environment.
 inline CommandResult clocktrain_run(const fs::path& recipe, const fs::path& data, const fs::path& cache,
-                                    const fs::path& out, const std::string& more = "") {
-  return run_command("taskset -c " + std::to_string(one_allowed_cpu()) + " " + clocktrain_bin() + " run " +
+                                    const fs::path& out, const std::string& more = "", const std::string& env = "") {
+  return run_command("env " + env + " taskset -c " + std::to_string(one_allowed_cpu()) + " " + clocktrain_bin() + " run " +
                      recipe.string() + " --data " + data.string() + " --cache " + cache.string() + " --out " +
                      out.string() + " --shard-tokens 20000 --heldout-tokens 2000 --no-progress " + more);
 }

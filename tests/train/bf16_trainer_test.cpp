@@ -11,6 +11,7 @@
 #include "model/safetensors.h"
 #include "train/train_test_support.h"
 #include "train/trainer.h"
+#include "bf16_engine_support.h"
 
 namespace ct {
 namespace {
@@ -19,7 +20,7 @@ class Bf16TrainerTest : public test::TrainerFixture {
  protected:
   static Recipe bf16_recipe() {
     Recipe r = test::tiny_recipe();  // 2 heads of 32 over 1 kv head: the AMX attention kernels' shape
-    r.matmul_precision = "bf16";
+    r.matmul_precision = MatmulPrecision::bf16;
     r.steps = 8;
     r.eval_every_steps = 4;
     return r;
@@ -27,11 +28,12 @@ class Bf16TrainerTest : public test::TrainerFixture {
 };
 
 TEST_F(Bf16TrainerTest, LearnsLikeF32AndSavesF32MasterWeights) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   Recipe r = bf16_recipe();
   TrainResult bf16 = train(options("bf16", r));
   ASSERT_TRUE(bf16.ok()) << bf16.error;
   EXPECT_NE(bf16.device_description.find("bf16 matmuls"), std::string::npos) << bf16.device_description;
-  r.matmul_precision = "f32";
+  r.matmul_precision = MatmulPrecision::f32;
   ASSERT_TRUE(train(options("f32", r)).ok());
   const auto l16 = losses("bf16"), l32 = losses("f32");
   ASSERT_EQ(l16.size(), 8u);
@@ -47,7 +49,7 @@ TEST_F(Bf16TrainerTest, LearnsLikeF32AndSavesF32MasterWeights) {
   BackendOptions o;
   o.threads = 1;
   auto be32 = make_cpu_backend(o);
-  o.matmul_precision = "bf16";
+  o.matmul_precision = MatmulPrecision::bf16;
   auto be16 = make_cpu_backend(o);
   const ModelConfig config = load_model_config(ckpt);
   GPT m32(*be32, config), m16(*be16, config);
@@ -68,6 +70,7 @@ TEST_F(Bf16TrainerTest, LearnsLikeF32AndSavesF32MasterWeights) {
 }
 
 TEST_F(Bf16TrainerTest, DeterministicAndResumable) {
+  CT_SKIP_WITHOUT_BF16_ENGINE();
   Recipe r = bf16_recipe();
   r.eval_every_steps = 0;
   r.steps = 3;

@@ -38,7 +38,7 @@ TEST(Recipe, ShippedRecipesParse) {
   EXPECT_EQ(small.model.sequence_len, 512);
   EXPECT_EQ(small.tokens_per_step, 16384);
   EXPECT_EQ(small.optimizer.matrix_lr, 0.02);  // the baseline's rules
-  EXPECT_EQ(small.matmul_precision, "bf16");     // the faster path (docs/performance.md)
+  EXPECT_EQ(small.matmul_precision, MatmulPrecision::automatic);  // bf16 where the CPU has a bf16 engine
   Recipe tiny = load_recipe(test::source_dir() / "recipes" / "tiny.toml");
   EXPECT_EQ(tiny.model.attention_layers, (std::vector<bool>{true, false}));
   EXPECT_NE(recipe_hash(tiny), recipe_hash(small));
@@ -57,6 +57,23 @@ TEST(Recipe, ErrorsNameFileLineAndField) {
             std::string::npos);
   EXPECT_NE(error_of("[model\n").find("bad.toml:1"), std::string::npos) << error_of("[model\n");
   EXPECT_NE(error_of("model = 3\n").find("field 'model': expected a table"), std::string::npos);
+  EXPECT_NE(error_of("[backend]\nmatmul_precision = \"fp16\"\n")
+                .find("bad.toml:2: field 'backend.matmul_precision': expected \"auto\", \"f32\" or \"bf16\", got \"fp16\""),
+            std::string::npos)
+      << error_of("[backend]\nmatmul_precision = \"fp16\"\n");
+  EXPECT_NE(error_of("[backend]\nmatmul_precision = 16\n").find("field 'backend.matmul_precision': expected a string"),
+            std::string::npos);
+}
+
+TEST(Recipe, MatmulPrecisionDefaultsToAutoAndKeepsItsNameInTheHash) {
+  EXPECT_EQ(Recipe{}.matmul_precision, MatmulPrecision::automatic);
+  for (const char* name : {"auto", "f32", "bf16"}) {
+    const Recipe r = parse_recipe(std::string("[backend]\nmatmul_precision = \"") + name + "\"\n", "p.toml");
+    EXPECT_EQ(matmul_precision_name(r.matmul_precision), std::string(name));
+    EXPECT_EQ(to_json(r)["backend"]["matmul_precision"], name);
+  }
+  EXPECT_NE(recipe_hash(parse_recipe("[backend]\nmatmul_precision = \"auto\"\n", "a.toml")),
+            recipe_hash(parse_recipe("[backend]\nmatmul_precision = \"f32\"\n", "b.toml")));
 }
 
 TEST(Recipe, HashFollowsEveryField) {

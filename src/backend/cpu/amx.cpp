@@ -3,11 +3,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cpuid.h>
 #include <mutex>
 #include <string>
 
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/kernel_switch.h"
+#include "util/error.h"
 
 namespace ct {
 
@@ -26,13 +27,6 @@ struct AmxState {
   std::string status;
 };
 
-bool cpu_has_amx_bf16() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool tile = (edx >> 24) & 1u, bf16 = (edx >> 22) & 1u;
-  return tile && bf16;
-}
-
 AmxState probe() {
   AmxState state;
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
@@ -40,8 +34,12 @@ AmxState probe() {
     state.status = "AMX off (CLOCKTRAIN_CPU_AMX=0)";
     return state;
   }
-  if (!cpu_has_amx_bf16()) {
+  if (!cpu_info().has("amx_bf16")) {
     state.status = "no AMX on this CPU";
+    return state;
+  }
+  if (!cpu_level_at_least(CpuLevel::amx)) {
+    state.status = str("AMX hidden: the CPU level in use is ", cpu_level_description());
     return state;
   }
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
@@ -56,7 +54,7 @@ AmxState probe() {
   state.usable = true;
   state.status = "AMX bf16 tiles";
 #else
-  state.status = cpu_has_amx_bf16() ? "AMX not compiled in (build without -march=native)" : "no AMX on this CPU";
+  state.status = cpu_info().has("amx_bf16") ? "AMX not compiled in (build without -march=native)" : "no AMX on this CPU";
 #endif
   return state;
 }

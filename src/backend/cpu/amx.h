@@ -4,8 +4,8 @@
 // The CPU lists amx_tile and amx_bf16, but Linux (5.16+) lets a process use the 8 KiB of tile data
 // only after it asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). amx_usable() asks once
 // (at the CPU backend's creation), and is true only when the build has the AMX intrinsics
-// (-march=native on an AMX machine), the CPU has the instructions, the kernel granted the permission
-// and CLOCKTRAIN_CPU_AMX is not "0". When it is false, the bf16 kernels that would use tiles fall
+// (-march=native on an AMX machine), the CPU has the instructions, the CPU level in use is amx
+// (cpu_level.h), the kernel granted the permission and CLOCKTRAIN_CPU_AMX is not "0". When it is false, the bf16 kernels that would use tiles fall
 // back to other code (attention: the f32 kernels on converted copies; oneDNN: its AVX512_BF16 kernels,
 // oneDNN asks for the permission itself).
 #include <string>

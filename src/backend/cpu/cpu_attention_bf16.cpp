@@ -36,6 +36,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/bf16_dot_gemm.h"
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/kernel_switch.h"
 #include "backend/cpu/simd_math.h"
 #include "backend/cpu/transpose.h"
@@ -170,8 +171,8 @@ struct Layout {
 }  // namespace
 
 bool bf16_attention_supported(int64_t head_dim) {
-  static const bool off = switched_off("CLOCKTRAIN_CPU_BF16_ATTENTION");
-  return !off && head_dim > 0 && head_dim % 32 == 0;
+  static const bool usable = !switched_off("CLOCKTRAIN_CPU_BF16_ATTENTION") && cpu_level_at_least(CpuLevel::avx512_bf16);
+  return usable && head_dim > 0 && head_dim % 32 == 0;
 }
 
 std::string bf16_attention_engine() { return amx_usable() ? "AMX tiles" : "AVX512-BF16 dot products"; }

@@ -12,9 +12,10 @@ struct AttentionDims {
   int64_t batch, query_len, key_len, heads, kv_heads, head_dim;
 };
 
-// The build has the kernels (AVX512-BF16, which every AMX CPU also has), head_dim is a multiple of 32
-// (one tile row of bf16) and CLOCKTRAIN_CPU_BF16_ATTENTION is not "0" (which sends bf16 attention to
-// the f32 kernels, for comparisons).
+// The build has the kernels (AVX512-BF16, which every AMX CPU also has), the CPU level in use is
+// avx512_bf16 or above (cpu_level.h), head_dim is a multiple of 32 (one tile row of bf16) and
+// CLOCKTRAIN_CPU_BF16_ATTENTION is not "0" (which sends bf16 attention to the f32 kernels, for
+// comparisons).
 bool bf16_attention_supported(int64_t head_dim);
 
 // What the kernels' products run on, in words: "AMX tiles" or "AVX512-BF16 dot products".

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 #include "backend/cpu/amx.h"
@@ -14,6 +13,7 @@
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "util/threads.h"
 
@@ -23,38 +23,47 @@ namespace {
 
 constexpr size_t kAlignmentBytes = 64;  // one cache line, one AVX-512 register
 
-std::string cpu_model_name() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
+// What runs bf16 products at the CPU level in use, in words (for the precision's reason).
+std::string bf16_engine_name() {
+  return amx_usable() ? "AMX-BF16 tiles" : "AVX512-BF16 dot products";
 }
 
 }  // namespace
 
 CpuBackend::CpuBackend(const BackendOptions& options) {
   check(options.threads >= 0, "cpu backend: threads must be >= 0 (0 = every core), got ", options.threads);
-  check(options.matmul_precision == "f32" || options.matmul_precision == "bf16", "cpu backend: matmul_precision '",
-        options.matmul_precision, "' is not one of f32, bf16");
+  // First: the level limits the libraries below before they start (cpu_level.h).
+  const bool bf16_engine = cpu_level_at_least(CpuLevel::avx512_bf16);
   threads_ = set_thread_count(options.threads);
   gemm_library_ = default_gemm_library();
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
-  matmul_bf16_ = options.matmul_precision == "bf16";
   amx_usable();  // asks the kernel for AMX tile data once, before any kernel needs it (amx.h)
+  switch (options.matmul_precision) {
+    case MatmulPrecision::automatic:
+      matmul_bf16_ = bf16_engine;
+      matmul_precision_reason_ =
+          bf16_engine ? str("auto: bf16, the CPU level ", cpu_level_description(), " has a bf16 engine (",
+                            bf16_engine_name(), ")")
+                      : str("auto: f32, the CPU level ", cpu_level_description(),
+                            " has no bf16 engine (bf16 needs avx512_bf16 or amx_bf16)");
+      break;
+    case MatmulPrecision::f32:
+      matmul_precision_reason_ = "f32: as asked";
+      break;
+    case MatmulPrecision::bf16:
+      check(bf16_engine, "matmul_precision \"bf16\" needs a CPU with a bf16 engine (avx512_bf16 or amx_bf16), "
+            "and this one has none at the level in use: ", cpu_info().model_name, ", level ", cpu_level_description(),
+            ", flags ", cpu_info().flag_summary(), " (\"auto\" takes f32 here)");
+      matmul_bf16_ = true;
+      matmul_precision_reason_ = str("bf16: as asked (", bf16_engine_name(), ")");
+      break;
+  }
+  peak_ = cpu_theoretical_peak(threads_, amx_usable());
 }
 
 std::string CpuBackend::device_description() const {
-  __builtin_cpu_init();
-  std::string features = __builtin_cpu_supports("avx512bf16") ? "avx512_bf16"
-                         : __builtin_cpu_supports("avx512f")  ? "avx512"
-                         : __builtin_cpu_supports("avx2")     ? "avx2"
-                                                              : "no avx2";
-  std::string description = str(threads_, " threads on ", cpu_model_name(), " (", features, "); f32 GEMM: ",
+  std::string description = str(threads_, " threads on ", cpu_info().model_name, " (CPU level ", cpu_level_description(),
+                                "); matmuls ", matmul_precision_name(matmul_precision()), "; f32 GEMM: ",
                                 gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
   // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)
@@ -63,16 +72,19 @@ std::string CpuBackend::device_description() const {
                            : "; bf16 matmuls: oneDNN, ",
                        amx_status(), "; bf16 attention: ",
                        bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
+  description += "; peak " + peak_.describe(matmul_bf16_);
   return description;
 }
 
+double CpuBackend::peak_flops() const { return matmul_bf16_ ? peak_.bf16_flops() : peak_.f32_flops(); }
+
 // Measured once, on first use: the best of repeated 1536^3 GEMMs of the precision the model's matmuls
-// use (f32 through the f32 library, or bf16 through oneDNN). This is the ceiling MFU divides by; the
-// CPU backend never reports a data-sheet number. A bf16 product on AMX takes only a few ms and its
-// rate swings from run to run on the 2-vCPU development VM (520 to 1400 GFLOP/s measured at startup
-// on an idle machine), so it repeats until ~0.3 s have been measured (4 to 64 calls).
-double CpuBackend::peak_flops() const {
-  if (peak_flops_cache_ >= 0) return peak_flops_cache_;
+// use (f32 through the f32 library, or bf16 through oneDNN). A bf16 product on AMX takes only a few ms
+// and its rate swings from run to run on the 2-vCPU development VM (520 to 1400 GFLOP/s measured at
+// startup on an idle machine), so it repeats until ~0.3 s have been measured (4 to 64 calls). This is
+// a best-of on a shared machine, not a ceiling: a step can beat it (MFU divides by peak_flops()).
+double CpuBackend::matmul_ceiling_flops() const {
+  if (matmul_ceiling_cache_ >= 0) return matmul_ceiling_cache_;
   constexpr int64_t size = 1536;
   // 64-byte aligned, as the backend's own tensors are, so that the ceiling is measured on the same
   // memory layout the model's products see
@@ -105,8 +117,8 @@ double CpuBackend::peak_flops() const {
     measured_seconds += seconds;
     best_seconds = std::min(best_seconds, seconds);
   }
-  peak_flops_cache_ = 2.0 * size * size * size / best_seconds;
-  return peak_flops_cache_;
+  matmul_ceiling_cache_ = 2.0 * size * size * size / best_seconds;
+  return matmul_ceiling_cache_;
 }
 
 // ---- memory ---------------------------------------------------------------------------------------

@@ -24,8 +24,13 @@
 // GEMM: f32 through OpenBLAS or oneDNN (gemm_library.h; CLOCKTRAIN_CPU_GEMM picks), f64 through
 // OpenBLAS's dgemm.
 //
-// Mixed precision: BackendOptions::matmul_precision "f32" (default, the reference) or "bf16". With
-// "bf16", matmul_operand_dtype() is bf16 and the model stores every matmul operand in bf16 (gpt.h):
+// CPU levels (cpu_level.h, docs/cpu.md): the kernels and libraries follow the CPU level in use (the
+// CPU's own, or lower with CLOCKTRAIN_CPU_MAX_ISA).
+//
+// Mixed precision: BackendOptions::matmul_precision f32 (default, the reference), bf16, or automatic
+// (bf16 where the CPU level has a bf16 engine, avx512_bf16 or amx; f32 below). bf16 at a level without
+// one is an error naming the CPU, its level and flags, raised when the backend is created. With
+// bf16, matmul_operand_dtype() is bf16 and the model stores every matmul operand in bf16 (gpt.h):
 // gemm takes bf16 A and B with an f32 or bf16 C (oneDNN's matmul primitive, AMX tiles when the
 // kernel grants them, amx.h; f32 accumulation); attention takes bf16 q, k, v, out (AMX kernels for
 // head_dim a multiple of 32, else the f32 kernels on widened copies) with f32 or bf16 gradients;
@@ -35,8 +40,9 @@
 // Op timing: with op_timing::set_enabled(true) every public op records its wall-clock time
 // (backend/cpu/op_timing.h; train_throughput_bench --profile-ops 1 prints the table).
 //
-// peak_flops(): measured on first use (a few 1536^3 GEMMs in the matmul precision, ~0.2 s on 2 cores)
-// and cached.
+// peak_flops(): the theoretical peak of the threads' cores in the matmul precision (cpu_peak.h: the
+// clock is measured when the backend is created, ~50 ms). matmul_ceiling_flops(): measured on first
+// use (a few 1536^3 GEMMs in the matmul precision, ~0.3 s on 2 cores) and cached.
 #include <memory>
 
 #include "backend/backend.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_peak.h"
 #include "backend/cpu/gemm_library.h"
 #include "util/error.h"
 
@@ -25,6 +26,11 @@ class CpuBackend final : public Backend {
   std::string device_description() const override;
   int device_count() const override { return threads_; }
   double peak_flops() const override;
+  double matmul_ceiling_flops() const override;
+  MatmulPrecision matmul_precision() const override {
+    return matmul_bf16_ ? MatmulPrecision::bf16 : MatmulPrecision::f32;
+  }
+  std::string matmul_precision_reason() const override { return matmul_precision_reason_; }
 
   Tensor allocate(const Shape& shape, DType dtype) override;
   void release(Tensor& tensor) override;
@@ -60,7 +66,6 @@ class CpuBackend final : public Backend {
                                      const Tensor& targets, double softcap) override;
   void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
                                       double softcap, double loss_scale) override;
-  DType matmul_operand_dtype() const override { return matmul_bf16_ ? DType::bf16 : DType::f32; }
   void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
                                    const Tensor& targets, double softcap, double loss_scale) override;
 
@@ -74,8 +79,10 @@ class CpuBackend final : public Backend {
  private:
   int threads_ = 1;
   GemmLibrary gemm_library_ = GemmLibrary::openblas;
-  bool matmul_bf16_ = false;  // matmul_precision "bf16": the model stores matmul operands in bf16
-  mutable double peak_flops_cache_ = -1.0;
+  bool matmul_bf16_ = false;  // matmul_precision bf16: the model stores matmul operands in bf16
+  std::string matmul_precision_reason_;
+  CpuPeak peak_;
+  mutable double matmul_ceiling_cache_ = -1.0;
 };
 
 // Loops over fewer elements than this run on one thread: starting a parallel region costs more than

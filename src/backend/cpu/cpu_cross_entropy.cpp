@@ -50,6 +50,14 @@ T exp_shifted(T* e, const T* z, int64_t vocab, T shift) {
   return static_cast<T>(total);
 }
 
+// loss = logsumexp(z) - z[target] with logsumexp = max_z + log(sum_j exp(z_j - max_z)): one expression
+// for the forward and the fused kernels, so that the training loss and the evaluation loss of the same
+// logits are the same bits on this path too.
+template <typename T>
+T row_loss(T max_z, T sum_exp, T z_target) {
+  return (max_z + std::log(sum_exp)) - z_target;
+}
+
 // Each thread keeps one scratch row of z (32 KiB for vocab 8192 in f32, so that the row's passes
 // stay in L1/L2); the forward pass turns it into exp(z - max) in place, the backward pass writes
 // the probabilities straight into the output row.
@@ -68,9 +76,8 @@ void cross_entropy_forward_kernel(T* losses, int32_t* argmax, const T* logits, c
         losses[n] = 0;
         continue;
       }
-      T z_target = z[static_cast<size_t>(target)];
-      T log_sum_exp = max_z + std::log(exp_shifted(z.data(), z.data(), vocab, max_z));
-      losses[n] = log_sum_exp - z_target;
+      const T z_target = z[static_cast<size_t>(target)];
+      losses[n] = row_loss(max_z, exp_shifted(z.data(), z.data(), vocab, max_z), z_target);
     }
   }
 }
@@ -121,9 +128,9 @@ void cross_entropy_fused_kernel(T* losses, SD* dlogits, const T* logits, const i
         continue;
       }
       const T max_z = softcap_row(z.data(), logits + n * vocab, vocab, cap);  // the whole row is read here
-      const T inv_sum = T(1) / exp_shifted(e.data(), z.data(), vocab, max_z);
-      const T z_target = z[static_cast<size_t>(target)];
-      losses[n] = max_z - std::log(inv_sum) - z_target;
+      const T sum_exp = exp_shifted(e.data(), z.data(), vocab, max_z);
+      const T inv_sum = T(1) / sum_exp;
+      losses[n] = row_loss(max_z, sum_exp, z[static_cast<size_t>(target)]);
       const T inv_cap = cap > T(0) ? T(1) / cap : T(0);
 #pragma omp simd
       for (int64_t j = 0; j < vocab; ++j) {

@@ -16,6 +16,7 @@
 
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/simd_math.h"
 
 namespace ct {
@@ -149,7 +150,7 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logit
 
 }  // namespace
 
-bool fast_cross_entropy_available() { return true; }
+bool fast_cross_entropy_available() { return cpu_level_at_least(CpuLevel::avx512); }
 
 void fast_softcap_cross_entropy(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16, const void* logits,
                                 bool logits_bf16, const int32_t* targets, int64_t rows, int64_t vocab, float cap,

@@ -9,7 +9,7 @@ namespace ct {
 // must stay a normal f32, which holds for caps up to ~40; larger caps take the portable path.
 inline constexpr double kFastCrossEntropyMaxCap = 40.0;
 
-bool fast_cross_entropy_available();  // built with AVX-512
+bool fast_cross_entropy_available();  // built with AVX-512, and the CPU level in use is avx512 or above
 
 // losses[n], argmax[n] (when argmax is not null) and dlogits (when not null: f32, or bf16 when
 // dlogits_bf16) of `rows` rows of `vocab` logits (f32, or bf16 when logits_bf16), cap > 0. dlogits

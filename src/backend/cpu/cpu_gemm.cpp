@@ -1,6 +1,7 @@
 // gemm: c = alpha op(a) op(b) + beta c, through the GEMM library (gemm_library.h) in f32 or f64, or
 // through oneDNN's bf16 matmul (onednn_matmul.h) when a and b are bf16 (c f32, or bf16 with beta 0).
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
 
@@ -28,6 +29,9 @@ void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool tr
           dtype_name(c.dtype));
     check(c.dtype == DType::f32 || beta == 0.0, op, ": a bf16 c cannot accumulate (beta must be 0, got ", beta,
           ")");
+    check(cpu_level_at_least(CpuLevel::avx512_bf16), op,
+          ": bf16 operands need a bf16 engine (avx512_bf16 or amx_bf16); the CPU level in use is ",
+          cpu_level_description());
   } else {
     check_float_dtype(op, "c", c);
     check_same_dtype(op, "a", a, "c", c);

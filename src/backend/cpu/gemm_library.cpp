@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "backend/cpu/cpu_level.h"
 #include "util/error.h"
 
 #ifndef CLOCKTRAIN_OPENBLAS_PATH
@@ -29,16 +30,21 @@ struct OpenBlasApi {
   std::string path;
 };
 
-// OPENBLAS_CORETYPE is read once, when the library initialises, so it is set before dlopen.
+// OPENBLAS_CORETYPE is read once, when the library initialises, so it is set before dlopen: the
+// kernels of the CPU level in use (cpu_level.h), unless the user chose. OpenBLAS 0.3.21 does not
+// know the newest CPUs and would take its slowest kernels there; at the CPU's own avx2 level (or
+// below) its own detection stands.
 void choose_openblas_core_type() {
   const char* user_choice = std::getenv("OPENBLAS_CORETYPE");
   if (user_choice && *user_choice) return;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512bf16")) {
-    ::setenv("OPENBLAS_CORETYPE", "Cooperlake", 0);
-  } else if (__builtin_cpu_supports("avx512f")) {
-    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-  }
+  const CpuLevel level = cpu_level();
+  const bool lowered = level < cpu_info().level;
+  const char* core = level >= CpuLevel::avx512_bf16 ? "Cooperlake"
+                     : level == CpuLevel::avx512    ? "SkylakeX"
+                     : !lowered                     ? nullptr
+                     : level == CpuLevel::avx2      ? (cpu_info().vendor == "AuthenticAMD" ? "Zen" : "Haswell")
+                                                    : "Prescott";
+  if (core) ::setenv("OPENBLAS_CORETYPE", core, 1);
 }
 
 template <typename Fn>

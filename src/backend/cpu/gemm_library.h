@@ -6,7 +6,8 @@
 // regions it runs single-threaded) and so that OPENBLAS_CORETYPE can be set before it initialises:
 // OpenBLAS 0.3.21 does not know this processor (Sapphire/Emerald Rapids under KVM) and would pick
 // its slowest kernels (Prescott, ~10x slower). When the user has not set OPENBLAS_CORETYPE we set
-// "Cooperlake" on CPUs with AVX512_BF16 and "SkylakeX" on other AVX-512 CPUs.
+// the kernels of the CPU level in use (cpu_level.h): "Cooperlake" from avx512_bf16 up, "SkylakeX" at
+// avx512, Haswell's (Zen's on AMD) at a lowered avx2.
 // Environment: CLOCKTRAIN_OPENBLAS = path of another libopenblas.so.0 (e.g. the pthread build, for
 // comparison); CLOCKTRAIN_CPU_GEMM = openblas | onednn overrides the f32 library choice.
 //

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/cpu_level.h"
 #include "backend/cpu/simd_math.h"
 
 namespace ct {
@@ -70,8 +71,8 @@ inline void transpose_16x16(const void* src, int64_t src_stride, void* dst, int6
 #endif
 
 // dst[c * dst_stride + r] = src[r * src_stride + c] for 32-bit elements (f32 or bf16 pairs; strides in
-// elements), r < rows, c < cols: full 16 x 16 blocks with AVX-512 shuffles where built, the edges
-// (and other builds) element by element.
+// elements), r < rows, c < cols: full 16 x 16 blocks with AVX-512 shuffles where built and the CPU
+// level in use is avx512 or above, the edges (and other levels) element by element.
 inline void transpose_32bit(const void* src, int64_t src_stride, int64_t rows, int64_t cols, void* dst,
                             int64_t dst_stride) {
   const char* s = static_cast<const char*>(src);
@@ -81,8 +82,9 @@ inline void transpose_32bit(const void* src, int64_t src_stride, int64_t rows, i
   };
   int64_t full_rows = 0, full_cols = 0;
 #ifdef CLOCKTRAIN_SIMD_AVX512
-  full_rows = rows / 16 * 16;
-  full_cols = cols / 16 * 16;
+  static const bool avx512 = cpu_level_at_least(CpuLevel::avx512);
+  full_rows = avx512 ? rows / 16 * 16 : 0;
+  full_cols = avx512 ? cols / 16 * 16 : 0;
   for (int64_t r0 = 0; r0 < full_rows; r0 += 16)
     for (int64_t c0 = 0; c0 < full_cols; c0 += 16)
       transpose_detail::transpose_16x16(s + 4 * (r0 * src_stride + c0), src_stride, d + 4 * (c0 * dst_stride + r0),

@@ -36,9 +36,11 @@ std::string error_bits_text(int bits) {
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) {
-  check(options.matmul_precision == "f32" || options.matmul_precision == "bf16", "cuda backend: matmul_precision '",
-        options.matmul_precision, "' is not one of f32, bf16");
-  matmul_bf16_ = options.matmul_precision == "bf16";
+  // every GPU this backend is built for (sm_90a) has bf16 tensor cores, so "auto" is bf16
+  matmul_bf16_ = options.matmul_precision != MatmulPrecision::f32;
+  matmul_precision_reason_ = options.matmul_precision == MatmulPrecision::automatic
+                                 ? "auto: bf16, the GPU's tensor cores take bf16 operands"
+                                 : str(matmul_precision_name(options.matmul_precision), ": as asked");
   fp8_ = options.fp8;
   const LaunchEnvironment env = launch_environment_from_process();
   world_size_ = env.world_size;

@@ -78,8 +78,9 @@ class CudaBackend final : public Backend {
   std::vector<double> read_value_slots(int count) override;
 
   bool supports_graphs() const override { return true; }
-  // matmul_precision "bf16": the model stores matmul operands in bf16 (gpt.h's mixed precision).
-  DType matmul_operand_dtype() const override { return matmul_bf16_ ? DType::bf16 : DType::f32; }
+  // matmul_precision bf16: the model stores matmul operands in bf16 (gpt.h's mixed precision).
+  MatmulPrecision matmul_precision() const override { return matmul_bf16_ ? MatmulPrecision::bf16 : MatmulPrecision::f32; }
+  std::string matmul_precision_reason() const override { return matmul_precision_reason_; }
   void begin_graph(const std::string& name) override;
   void end_graph() override;
   void reset_graph(const std::string& name) override;
@@ -154,6 +155,7 @@ class CudaBackend final : public Backend {
   cudaStream_t comm_stream_ = nullptr;
   std::unique_ptr<LtGemm> gemm_;
   bool matmul_bf16_ = false;  // f32 gemms rounded to bf16 inside the product; Newton-Schulz in bf16
+  std::string matmul_precision_reason_;
   bool fp8_ = false;
   bool flash_attention_ = true;
 

@@ -1,0 +1,91 @@
+// `clocktrain run` at the CPU levels (docs/cpu.md): at avx2 (CLOCKTRAIN_CPU_MAX_ISA=avx2 on any machine)
+// matmul_precision "auto" takes f32, says why, passes the gate and scores like the f32 reference of
+// the machine's own level; "bf16" there fails before any data is prepared, recorded in the run folder.
+#include <cmath>
+
+#include "run/run_test_support.h"
+#include "util/json.h"
+
+namespace ct::test {
+namespace {
+
+constexpr const char* kAvx2 = "CLOCKTRAIN_CPU_MAX_ISA=avx2";
+
+std::string precision_table(const std::string& precision) {
+  return "[backend]\nmatmul_precision = \"" + precision + "\"\n";
+}
+
+TEST(CpuLevelRun, AutoAtTheAvx2LevelTrainsInF32AndScoresLikeTheF32Reference) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path auto_recipe = write_run_recipe(tmp / "auto.toml", "", precision_table("auto"));
+  const fs::path f32_recipe = write_run_recipe(tmp / "f32.toml", "", precision_table("f32"));
+  auto avx2 = clocktrain_run(auto_recipe, data, tmp / "cache", tmp / "avx2", "", kAvx2);
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.output;
+  EXPECT_NE(avx2.output.find("matmuls auto: f32, the CPU level avx2"), std::string::npos) << avx2.output;
+  const RunResult a = read_result_file(tmp / "avx2");
+  EXPECT_TRUE(a.gate.eligible);
+  EXPECT_EQ(a.device.matmul_precision, "f32");
+  EXPECT_EQ(a.device.matmul_precision_reason.rfind("auto: f32, the CPU level avx2", 0), 0u)
+      << a.device.matmul_precision_reason;
+  EXPECT_NE(a.device.matmul_precision_reason.find("no bf16 engine"), std::string::npos);
+  EXPECT_GT(a.device.peak_flops, 0);
+  EXPECT_GT(a.device.matmul_ceiling_flops, 0);
+  EXPECT_NE(a.environment.end(), std::find(a.environment.begin(), a.environment.end(),
+                                           std::pair<std::string, std::string>("CLOCKTRAIN_CPU_MAX_ISA", "avx2")));
+  // The start line of metrics.jsonl says which precision ran and why.
+  EXPECT_NE(read_file(tmp / "avx2" / "metrics.jsonl").find("matmuls auto: f32"), std::string::npos);
+
+  // The reference: f32 at the machine's own level. The same math through other kernels (OpenBLAS's
+  // and libmvec's AVX2 or AVX-512 ones): the same score within f32 rounding accumulated over 12 steps
+  // (identical on a CPU whose own level is avx2).
+  auto native = clocktrain_run(f32_recipe, data, tmp / "cache", tmp / "native");
+  ASSERT_EQ(native.exit_code, 0) << native.output;
+  const RunResult n = read_result_file(tmp / "native");
+  EXPECT_EQ(n.device.matmul_precision, "f32");
+  EXPECT_EQ(n.device.matmul_precision_reason, "f32: as asked");
+  ASSERT_TRUE(a.val_bpb && n.val_bpb);
+  EXPECT_NEAR(*a.val_bpb, *n.val_bpb, 1e-3 * *n.val_bpb);
+  EXPECT_EQ(a.steps, n.steps);
+}
+
+TEST(CpuLevelRun, Bf16WithoutABf16EngineFailsBeforeAnyDataIsPrepared) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "bf16.toml", "", precision_table("bf16"));
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "run", "", kAvx2);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  // the file, the field and its value, the missing feature and the CPU's flags
+  for (const char* part : {"bf16.toml", "matmul_precision \"bf16\"", "needs a CPU with a bf16 engine",
+                           "avx512_bf16", "level avx2", "flags avx2 fma"})
+    EXPECT_NE(run.output.find(part), std::string::npos) << part << "\n" << run.output;
+  EXPECT_EQ(run.output.find("data: preparing"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(tmp / "cache")) << "nothing may be prepared for a run that cannot train";
+  // The run folder holds the record of the failure and nothing else.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(tmp / "run")) files.push_back(e.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"result.json"});
+  const RunResult r = read_result_file(tmp / "run");
+  EXPECT_FALSE(r.gate.eligible);
+  EXPECT_EQ(r.extra["train_stop"]["reason"], "backend");
+  EXPECT_NE(r.extra["train_stop"]["error"].get<std::string>().find("bf16 engine"), std::string::npos);
+  // and a second attempt into the same folder is refused without touching it
+  const std::string before = read_file(tmp / "run" / "result.json");
+  auto again = clocktrain_run(recipe, data, tmp / "cache", tmp / "run", "", kAvx2);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.output.find("already holds a run"), std::string::npos) << again.output;
+  EXPECT_EQ(read_file(tmp / "run" / "result.json"), before);
+}
+
+TEST(CpuLevelRun, AnUnknownLevelInTheSwitchIsAnError) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "run", "", "CLOCKTRAIN_CPU_MAX_ISA=avx3");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("CLOCKTRAIN_CPU_MAX_ISA: unknown CPU level 'avx3'"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(tmp / "cache"));
+}
+
+}  // namespace
+}  // namespace ct::test
