@@ -7,11 +7,14 @@
 // of a training step: forward y = x W^T (NT), input gradient dx = dy W (NN) and weight gradient
 // dW = dy^T x (TN), then one large square GEMM, with each library side by side:
 //   openblas-f32   cblas_sgemm of OpenBLAS's OpenMP build (core type as loaded, printed)
+//   blis-f32       cblas_sgemm of BLIS's OpenMP build (its kernel configuration printed)
 //   onednn-f32     dnnl_sgemm
 //   onednn-mm-f32  oneDNN's matmul primitive, f32
 //   onednn-mm-bf16 oneDNN's matmul primitive, bf16 inputs, f32 output (AVX512_BF16 or AMX kernels)
 //   amx-bf16       clocktrain's own AMX GEMM (amx_gemm.h; what the CPU backend's bf16 products run
 //                  where it applies), bf16 inputs, f32 output; "-" where it does not apply
+// The bf16 columns only where the CPU level in use has a bf16 engine (docs/cpu.md); the libraries
+// follow CLOCKTRAIN_CPU_MAX_ISA, so `CLOCKTRAIN_CPU_MAX_ISA=avx2 gemm_bench` measures the AVX2 kernels.
 // Calls are interleaved (one call of each library per round, best of the rounds) so that a noisy,
 // shared machine penalises every library alike. Last, a STREAM-like triad a = b + s c measures
 // memory bandwidth, once on arrays far larger than the caches and once on arrays that fit L2.
@@ -28,6 +31,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <unordered_map>
 #include <string>
@@ -35,6 +39,8 @@
 
 #include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/cpu_level.h"
+#include "backend/cpu/cpu_peak.h"
 #include "backend/cpu/gemm_library.h"
 #include "util/threads.h"
 
@@ -141,11 +147,25 @@ std::vector<GemmShape> model_shapes(const std::string& model, int64_t tokens) {
   return shapes;
 }
 
+// The columns of the table: every f32 library, and the bf16 ones where the CPU level in use has a bf16
+// engine (oneDNN has no bf16 matmul on an AVX2 CPU). The AMX column is "-" where it does not apply.
+std::vector<std::string> column_names() {
+  std::vector<std::string> names = {"openblas-f32", "blis-f32", "onednn-f32", "onednn-mm-f32"};
+  if (ct::cpu_level_at_least(ct::CpuLevel::avx512_bf16)) {
+    names.push_back("onednn-mm-bf16");
+    names.push_back("amx-bf16");
+  }
+  return names;
+}
+
 void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine& engine) {
-  std::printf("%-28s %6s %6s %6s %3s | %13s %13s %13s %14s %13s  (GFLOP/s, best of %d)\n", "shape", "M", "N", "K",
-              "op", "openblas-f32", "onednn-f32", "onednn-mm-f32", "onednn-mm-bf16", "amx-bf16", repeats);
-  std::vector<double> totals_seconds(5, 0.0);
-  bool amx_everywhere = true;
+  const std::vector<std::string> columns = column_names();
+  const bool bf16 = columns.size() > 4;
+  std::printf("%-28s %6s %6s %6s %3s |", "shape", "M", "N", "K", "op");
+  for (const auto& c : columns) std::printf(" %14s", c.c_str());
+  std::printf("  (GFLOP/s, best of %d)\n", repeats);
+  std::vector<double> totals_seconds(columns.size(), 0.0);
+  std::vector<bool> everywhere(columns.size(), true);
   double total_flop = 0;
   for (const GemmShape& s : shapes) {
     size_t a_size = static_cast<size_t>(s.m * s.k), b_size = static_cast<size_t>(s.k * s.n);
@@ -156,24 +176,21 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     for (size_t i = 0; i < a_size; ++i) a16[i] = ct::float_to_bf16(a[i]);
     for (size_t i = 0; i < b_size; ++i) b16[i] = ct::float_to_bf16(b[i]);
     int64_t lda = s.transpose_a ? s.m : s.k, ldb = s.transpose_b ? s.k : s.n;
-    OneDnnMatmul mm_f32(engine, s, dnnl::memory::data_type::f32, a.data(), b.data(), c.data());
-    OneDnnMatmul mm_bf16(engine, s, dnnl::memory::data_type::bf16, a16.data(), b16.data(), c.data());
-    std::vector<Contender> contenders = {
-        {"openblas-f32",
-         [&] {
-           ct::sgemm_row_major(ct::GemmLibrary::openblas, s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a.data(),
-                               lda, b.data(), ldb, 0.0f, c.data(), s.n);
-         }},
-        {"onednn-f32",
-         [&] {
-           ct::sgemm_row_major(ct::GemmLibrary::onednn, s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a.data(),
-                               lda, b.data(), ldb, 0.0f, c.data(), s.n);
-         }},
-        {"onednn-mm-f32", [&] { mm_f32.run(); }},
-        {"onednn-mm-bf16", [&] { mm_bf16.run(); }},
+    auto library = [&](ct::GemmLibrary l) {
+      return [&, l] {
+        ct::sgemm_row_major(l, s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                            c.data(), s.n);
+      };
     };
-    const bool amx = ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
-    amx_everywhere = amx_everywhere && amx;
+    OneDnnMatmul mm_f32(engine, s, dnnl::memory::data_type::f32, a.data(), b.data(), c.data());
+    std::unique_ptr<OneDnnMatmul> mm_bf16;
+    if (bf16) mm_bf16 = std::make_unique<OneDnnMatmul>(engine, s, dnnl::memory::data_type::bf16, a16.data(), b16.data(), c.data());
+    std::vector<Contender> contenders = {{"openblas-f32", library(ct::GemmLibrary::openblas)},
+                                         {"blis-f32", library(ct::GemmLibrary::blis)},
+                                         {"onednn-f32", library(ct::GemmLibrary::onednn)},
+                                         {"onednn-mm-f32", [&] { mm_f32.run(); }}};
+    if (bf16) contenders.push_back({"onednn-mm-bf16", [&] { mm_bf16->run(); }});
+    const bool amx = bf16 && ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
     if (amx)
       contenders.push_back({"amx-bf16", [&] {
                               ct::amx_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a16.data(), lda,
@@ -185,23 +202,29 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
         contender.best_seconds = std::min(contender.best_seconds, time_call(contender.call));
     std::printf("%-28s %6ld %6ld %6ld  %c%c |", s.name.c_str(), static_cast<long>(s.m), static_cast<long>(s.n),
                 static_cast<long>(s.k), s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N');
-    for (size_t i = 0; i < contenders.size(); ++i) {
-      std::printf(i == 3 ? " %14.1f" : " %13.1f", s.flop() / contenders[i].best_seconds / 1e9);
-      totals_seconds[i] += contenders[i].best_seconds;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (i < contenders.size()) {
+        std::printf(" %14.1f", s.flop() / contenders[i].best_seconds / 1e9);
+        totals_seconds[i] += contenders[i].best_seconds;
+      } else {
+        std::printf(" %14s", "-");
+        everywhere[i] = false;
+      }
     }
-    std::printf(amx ? "\n" : " %13s\n", "-");
+    std::printf("\n");
     total_flop += s.flop();
     static bool printed_implementations = false;
     if (!printed_implementations) {
       std::printf("  (oneDNN matmul kernels: f32 %s, bf16 %s)\n", mm_f32.implementation().c_str(),
-                  mm_bf16.implementation().c_str());
+                  mm_bf16 ? mm_bf16->implementation().c_str() : "none: no bf16 engine at this CPU level");
       printed_implementations = true;
     }
   }
   std::printf("%-28s %30s |", "all of the above", "");
-  for (size_t i = 0; i < 4; ++i) std::printf(i == 3 ? " %14.1f" : " %13.1f", total_flop / totals_seconds[i] / 1e9);
-  if (amx_everywhere) std::printf(" %13.1f", total_flop / totals_seconds[4] / 1e9);
-  else std::printf(" %13s", "-");
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (everywhere[i]) std::printf(" %14.1f", total_flop / totals_seconds[i] / 1e9);
+    else std::printf(" %14s", "-");
+  }
   std::printf("   (total FLOP / total time)\n\n");
 }
 
@@ -255,6 +278,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // one line at a time, also into a file
   int threads = ct::set_thread_count(threads_wanted);
   ct::openblas_set_threads(threads);
+  ct::blis_set_threads(threads);
   if (clock != "wall" && clock != "thread-cpu") {
     std::fprintf(stderr, "gemm_bench: --clock must be wall or thread-cpu, got %s\n", clock.c_str());
     return 2;
@@ -264,9 +288,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   use_thread_cpu_clock = clock == "thread-cpu";
-  std::printf("gemm_bench: %d threads, %s clock; OpenBLAS %s; oneDNN %d.%d.%d; load average %s\n", threads,
-              clock.c_str(), ct::openblas_description().c_str(), dnnl_version()->major, dnnl_version()->minor,
-              dnnl_version()->patch, load_average().c_str());
+  const ct::CpuPeak peak = ct::cpu_theoretical_peak(threads, false);
+  std::printf("gemm_bench: %d threads, %s clock; %s, CPU level %s (theoretical f32 peak %.1f GFLOP/s: %s); "
+              "OpenBLAS %s; BLIS %s; oneDNN %d.%d.%d; load average %s\n",
+              threads, clock.c_str(), ct::cpu_info().model_name.c_str(), ct::cpu_level_description().c_str(),
+              peak.f32_flops() / 1e9, peak.describe(false).c_str(), ct::openblas_description().c_str(),
+              ct::blis_description().c_str(), dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
+              load_average().c_str());
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   std::vector<GemmShape> shapes;
   for (const std::string& model : split(models)) {

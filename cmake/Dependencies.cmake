@@ -23,6 +23,13 @@ find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas-o
 find_file(OPENBLAS_OPENMP_LIBRARY libopenblas.so.0
           PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp /usr/lib64/openblas-openmp
           NO_DEFAULT_PATH REQUIRED)
+# BLIS: loaded at run time from its OpenMP build too, when it is used (CLOCKTRAIN_CPU_GEMM=blis, or a
+# CPU whose default is BLIS, gemm_library.h); the path where Debian puts it, or the loader's search.
+find_file(BLIS_OPENMP_LIBRARY libblis.so.4
+          PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-openmp /usr/lib64/blis-openmp NO_DEFAULT_PATH)
+if(NOT BLIS_OPENMP_LIBRARY)
+  set(BLIS_OPENMP_LIBRARY libblis.so.4)
+endif()
 if(CLOCKTRAIN_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# Installs every dependency of clocktrain from Debian 12's packages (run as root).
-# Build: compilers, CMake, the libraries linked in. Tests: the system python3 with torch, regex,
-# yaml, jinja2, numpy and scipy as independent references; sentencepiece for the tokenizer bench.
-# ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with its OpenCL GPU runtime) requires
-# OpenCL, which libdnnl-dev only recommends.
-# Fuzzing and the sanitizer build: clang with its runtimes (libFuzzer, ASan, UBSan) and OpenMP.
+# Installs clocktrain's dependencies from Debian 12's packages (run as root).
+#
+#   scripts/install-deps.sh build   what `cmake --preset release` and the clocktrain binary need: the
+#                                   compilers, CMake, the libraries linked or loaded, and the headers of
+#                                   GoogleTest and Google Benchmark (so that configuring is the same
+#                                   for every use of build/release): README.md's main command
+#   scripts/install-deps.sh [all]   the above and what the tests, the sanitizer build and the fuzzers
+#                                   add: the test command
+#
+# Build: libblis4-openmp is BLIS, the f32 GEMM library that competes with OpenBLAS (loaded at run
+# time, src/backend/cpu/gemm_library.h). ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with
+# its OpenCL GPU runtime) requires OpenCL, which libdnnl-dev only recommends.
+# Tests: the system python3 with torch, regex, yaml, jinja2, numpy and scipy as independent
+# references; sentencepiece for the tokenizer bench; clang with its runtimes (libFuzzer, ASan, UBSan)
+# and OpenMP for fuzzing and the sanitizer build; zstd for test fixtures.
 set -euo pipefail
-packages=(
+set_name=${1:-all}
+build_packages=(
   build-essential cmake pkg-config git ca-certificates
-  libopenblas-dev libopenblas0-openmp libdnnl-dev ocl-icd-opencl-dev
+  libopenblas-dev libopenblas0-openmp libblis4-openmp libdnnl-dev ocl-icd-opencl-dev
   libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_packages=(
   clang libclang-rt-14-dev libomp-dev
   python3 python3-torch python3-regex python3-yaml python3-jinja2 python3-numpy python3-scipy
   sentencepiece zstd
 )
+case "$set_name" in
+  build) packages=("${build_packages[@]}") ;;
+  all) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps.sh: unknown set '$set_name' (build or all)" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

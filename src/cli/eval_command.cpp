@@ -7,6 +7,7 @@
 #include "cli/model_loading.h"
 #include "eval/checkpoint_eval.h"
 #include "eval/core_report.h"
+#include "util/clock.h"
 #include "util/data_dir.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -34,24 +35,43 @@ void run_bpb(const BpbArgs& args) {
   ProgressLine progress;
   BpbOptions options;
   options.max_target_tokens = args.tokens;
+  // On a terminal, a status line; otherwise (under `clocktrain run`, in a log) a line per tenth.
+  const Stopwatch watch;
+  int64_t tenths_printed = 0;
   options.progress = [&](int64_t done, int64_t total) {
-    progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
+    if (progress.enabled()) {
+      progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
+      return;
+    }
+    const int64_t tenths = total > 0 ? 10 * done / total : 10;
+    if (tenths > tenths_printed && done < total) {
+      tenths_printed = tenths;
+      std::fprintf(stderr, "val_bpb: %lld%% (%lld of %lld targets, %.0f s)\n", static_cast<long long>(10 * tenths),
+                   static_cast<long long>(done), static_cast<long long>(total), watch.seconds());
+    }
   };
   BpbResult result = evaluate_checkpoint_bpb(checkpoint, layout.val(), options, args.batch_tokens, &guard);
   progress.finish();
+  // The forward pass's FLOP at the training step's count (ModelConfig::flops_per_token is forward +
+  // backward, three forward passes' worth), so the two rates compare.
+  const double flops_per_second =
+      result.seconds > 0 ? static_cast<double>(result.targets) * checkpoint.model->config().flops_per_token() / 3.0 /
+                               result.seconds
+                         : 0.0;
   OrderedJson j = bpb_result_json(result);
   j["checkpoint"] = args.checkpoint;
   j["checkpoint_sha256"] = checkpoint.weights_sha256;
   j["files_read"] = guard.opened();
   j["backend"] = backend->device_description();
+  j["model_flops_per_second"] = flops_per_second;
   if (!args.out.empty()) write_file_atomic(args.out, j.dump(2) + "\n");
   if (args.json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("val_bpb %.6f  (%lld targets, %lld bytes, %lld rows of %lld, %.1f s on %s)\n", result.bpb,
-                static_cast<long long>(result.targets), static_cast<long long>(result.bytes),
+    std::printf("val_bpb %.6f  (%lld targets, %lld bytes, %lld rows of %lld, %.1f s, %.1f model GFLOP/s, on %s)\n",
+                result.bpb, static_cast<long long>(result.targets), static_cast<long long>(result.bytes),
                 static_cast<long long>(result.rows), static_cast<long long>(result.sequence_len), result.seconds,
-                backend->device_description().c_str());
+                flops_per_second / 1e9, backend->device_description().c_str());
   }
 }
 

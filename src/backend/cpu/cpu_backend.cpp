@@ -37,6 +37,7 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
   threads_ = set_thread_count(options.threads);
   gemm_library_ = default_gemm_library();
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
+  if (gemm_library_ == GemmLibrary::blis) blis_set_threads(threads_);  // BLIS runs one thread unless told
   amx_usable();  // asks the kernel for AMX tile data once, before any kernel needs it (amx.h)
   switch (options.matmul_precision) {
     case MatmulPrecision::automatic:

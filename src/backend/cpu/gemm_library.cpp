@@ -13,6 +13,9 @@
 #ifndef CLOCKTRAIN_OPENBLAS_PATH
 #define CLOCKTRAIN_OPENBLAS_PATH "libopenblas.so.0"
 #endif
+#ifndef CLOCKTRAIN_BLIS_PATH
+#define CLOCKTRAIN_BLIS_PATH "libblis.so.4"
+#endif
 
 namespace ct {
 
@@ -50,7 +53,7 @@ void choose_openblas_core_type() {
 template <typename Fn>
 Fn resolve(void* handle, const std::string& path, const char* symbol) {
   void* address = ::dlsym(handle, symbol);
-  check(address != nullptr, "OpenBLAS at ", path, " has no symbol ", symbol);
+  check(address != nullptr, path, " has no symbol ", symbol);
   return reinterpret_cast<Fn>(address);
 }
 
@@ -85,6 +88,66 @@ const OpenBlasApi& openblas() {
   return api;
 }
 
+// BLIS (Debian's libblis4-openmp: OpenMP threads, like OpenBLAS's build), through its CBLAS layer.
+// Optional: loaded on first use, and a clear error when it is not installed.
+struct BlisApi {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  void (*set_num_threads)(int64_t) = nullptr;  // bli_thread_set_num_threads(dim_t)
+  int (*arch_query_id)() = nullptr;            // arch_t, an enum
+  const char* (*arch_string)(int) = nullptr;
+  std::string path;
+};
+
+// BLIS picks its kernels by CPUID when it initialises (on its first call) unless BLIS_ARCH_TYPE
+// holds a configuration's number (arch_t; BLIS 0.9 reads no names): a lowered level (cpu_level.h)
+// gets that level's configuration, "zen3" or "haswell" at avx2, "skx" at avx512. The number is
+// found by name among the first configurations (bli_arch_string reads a static table, before
+// BLIS initialises); a BLIS without that name keeps its own choice.
+void choose_blis_arch(const BlisApi& api) {
+  const char* user_choice = std::getenv("BLIS_ARCH_TYPE");
+  if ((user_choice && *user_choice) || cpu_level() >= cpu_info().level) return;
+  const bool amd = cpu_info().vendor == "AuthenticAMD";
+  const std::string wanted = cpu_level() >= CpuLevel::avx512 ? "skx"
+                             : cpu_level() == CpuLevel::avx2 ? (amd ? "zen3" : "haswell")
+                                                             : "generic";
+  constexpr int kFirstConfigurations = 8;  // skx knl knc haswell sandybridge penryn zen3 zen2 (BLIS 0.9)
+  for (int id = 0; id < kFirstConfigurations; ++id) {
+    const char* name = api.arch_string(id);
+    if (name && wanted == name) {
+      ::setenv("BLIS_ARCH_TYPE", std::to_string(id).c_str(), 1);
+      return;
+    }
+  }
+}
+
+const BlisApi& blis() {
+  static BlisApi api;
+  static std::once_flag once;
+  static std::string load_error;
+  std::call_once(once, [] {
+    const char* override_path = std::getenv("CLOCKTRAIN_BLIS");
+    api.path = override_path && *override_path ? override_path : CLOCKTRAIN_BLIS_PATH;
+    void* handle = ::dlopen(api.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = ::dlerror();
+      load_error = str("cannot load BLIS from ", api.path, ": ", why ? why : "unknown error",
+                       " (install libblis4-openmp: scripts/install-deps.sh)");
+      return;
+    }
+    try {
+      api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
+      api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "bli_thread_set_num_threads");
+      api.arch_query_id = resolve<decltype(api.arch_query_id)>(handle, api.path, "bli_arch_query_id");
+      api.arch_string = resolve<decltype(api.arch_string)>(handle, api.path, "bli_arch_string");
+      choose_blis_arch(api);
+    } catch (const Error& e) {
+      load_error = e.what();
+    }
+  });
+  if (!load_error.empty()) throw Error(load_error);
+  return api;
+}
+
 CBLAS_TRANSPOSE cblas_transpose(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
 
 // BLAS takes int dimensions (LP64 build).
@@ -96,13 +159,18 @@ int blas_int(int64_t value, const char* what) {
 }  // namespace
 
 const char* gemm_library_name(GemmLibrary library) {
-  return library == GemmLibrary::onednn ? "onednn" : "openblas";
+  switch (library) {
+    case GemmLibrary::openblas: return "openblas";
+    case GemmLibrary::onednn: return "onednn";
+    case GemmLibrary::blis: return "blis";
+  }
+  return "?";
 }
 
 GemmLibrary parse_gemm_library(const std::string& name) {
-  if (name == "openblas") return GemmLibrary::openblas;
-  if (name == "onednn") return GemmLibrary::onednn;
-  fail("CLOCKTRAIN_CPU_GEMM: unknown GEMM library '", name, "' (expected openblas or onednn)");
+  for (GemmLibrary library : {GemmLibrary::openblas, GemmLibrary::onednn, GemmLibrary::blis})
+    if (name == gemm_library_name(library)) return library;
+  fail("CLOCKTRAIN_CPU_GEMM: unknown GEMM library '", name, "' (expected openblas, onednn or blis)");
 }
 
 GemmLibrary default_gemm_library() {
@@ -114,6 +182,12 @@ GemmLibrary default_gemm_library() {
 void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                      int64_t ldc) {
+  if (library == GemmLibrary::blis) {
+    blis().sgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
+                 blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c,
+                 blas_int(ldc, "ldc"));
+    return;
+  }
   if (library == GemmLibrary::onednn) {
     dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
                                       ldb, beta, c, ldc);
@@ -154,5 +228,12 @@ std::string openblas_description() {
 }
 
 void openblas_set_threads(int threads) { openblas().set_num_threads(threads); }
+
+void blis_set_threads(int threads) { blis().set_num_threads(threads); }
+
+std::string blis_description() {
+  const BlisApi& api = blis();
+  return str(api.arch_string(api.arch_query_id()), " (", api.path, ")");
+}
 
 }  // namespace ct

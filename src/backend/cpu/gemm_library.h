@@ -9,7 +9,10 @@
 // the kernels of the CPU level in use (cpu_level.h): "Cooperlake" from avx512_bf16 up, "SkylakeX" at
 // avx512, Haswell's (Zen's on AMD) at a lowered avx2.
 // Environment: CLOCKTRAIN_OPENBLAS = path of another libopenblas.so.0 (e.g. the pthread build, for
-// comparison); CLOCKTRAIN_CPU_GEMM = openblas | onednn overrides the f32 library choice.
+// comparison); CLOCKTRAIN_CPU_GEMM = openblas | onednn | blis overrides the f32 library choice.
+//
+// BLIS (Debian's libblis4-openmp, dlopen'ed the same way on first use; CLOCKTRAIN_BLIS = another
+// libblis.so.4) has kernels tuned for AMD's Zen cores; a lowered CPU level sets BLIS_ARCH_TYPE.
 //
 // oneDNN (libdnnl, OpenMP runtime in Debian) provides dnnl_sgemm; it has no f64 GEMM, so f64 always
 // goes through OpenBLAS's dgemm.
@@ -18,10 +21,10 @@
 
 namespace ct {
 
-enum class GemmLibrary { openblas, onednn };
+enum class GemmLibrary { openblas, onednn, blis };
 
 const char* gemm_library_name(GemmLibrary library);
-// "openblas" or "onednn"; anything else is a ct::Error.
+// "openblas", "onednn" or "blis"; anything else is a ct::Error.
 GemmLibrary parse_gemm_library(const std::string& name);
 // The f32 library the CPU backend uses unless CLOCKTRAIN_CPU_GEMM says otherwise (docs/performance.md
 // records the measurement behind the choice).
@@ -60,5 +63,10 @@ std::string openblas_description();
 std::string openblas_core_name();
 // Sets OpenBLAS's thread count (its OpenMP build follows OpenMP's count in any case).
 void openblas_set_threads(int threads);
+
+// BLIS (loaded on first use; a ct::Error when it cannot be): its thread count, and its kernel
+// configuration and path ("zen3 (/usr/lib/.../blis-openmp/libblis.so.4)").
+void blis_set_threads(int threads);
+std::string blis_description();
 
 }  // namespace ct
