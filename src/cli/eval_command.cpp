@@ -35,7 +35,8 @@ void run_bpb(const BpbArgs& args) {
   ProgressLine progress;
   BpbOptions options;
   options.max_target_tokens = args.tokens;
-  // On a terminal, a status line; otherwise (under `clocktrain run`, in a log) a line per tenth.
+  // On a terminal, a status line; otherwise (under `clocktrain run`, in a log) a line per tenth, but
+  // for --json, whose output is the JSON alone.
   const Stopwatch watch;
   int64_t tenths_printed = 0;
   options.progress = [&](int64_t done, int64_t total) {
@@ -44,7 +45,7 @@ void run_bpb(const BpbArgs& args) {
       return;
     }
     const int64_t tenths = total > 0 ? 10 * done / total : 10;
-    if (tenths > tenths_printed && done < total) {
+    if (!args.json && tenths > tenths_printed && done < total) {
       tenths_printed = tenths;
       std::fprintf(stderr, "val_bpb: %lld%% (%lld of %lld targets, %.0f s)\n", static_cast<long long>(10 * tenths),
                    static_cast<long long>(done), static_cast<long long>(total), watch.seconds());

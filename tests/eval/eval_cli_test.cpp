@@ -84,6 +84,15 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   EXPECT_EQ(Json::parse(capped.output)["targets"].get<int64_t>(), 50);
   auto text = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() + " --backend cpu");
   EXPECT_NE(text.output.find("val_bpb "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(" model GFLOP/s, on "), std::string::npos) << text.output;
+  // Output into a pipe (a log, `clocktrain run`): a progress line per tenth, one row per call here.
+  auto logged = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() +
+                                  " --backend cpu --batch-tokens 64");
+  ASSERT_EQ(logged.exit_code, 0) << logged.output;
+  const size_t line = logged.output.find("val_bpb: ");
+  ASSERT_NE(line, std::string::npos) << logged.output;
+  EXPECT_NE(logged.output.find("0% (", line), std::string::npos) << logged.output;
+  EXPECT_NE(logged.output.find(" targets, ", line), std::string::npos) << logged.output;
 }
 
 TEST_F(EvalCli, CoreTableJsonAndDump) {

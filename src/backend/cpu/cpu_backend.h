@@ -41,7 +41,7 @@
 // (backend/cpu/op_timing.h; train_throughput_bench --profile-ops 1 prints the table).
 //
 // peak_flops(): the theoretical peak of the threads' cores in the matmul precision (cpu_peak.h: the
-// clock is measured when the backend is created, ~50 ms). matmul_ceiling_flops(): measured on first
+// clock is measured when the first backend is created, ~40 ms). matmul_ceiling_flops(): measured on first
 // use (a few 1536^3 GEMMs in the matmul precision, ~0.3 s on 2 cores) and cached.
 #include <memory>
 

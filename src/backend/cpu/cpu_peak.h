@@ -11,10 +11,10 @@
 // bits, AVX-512 instructions split in halves: 8 lanes). CPUID does not say how many FMA units a core
 // has; the table is the vendors' (AMD's and Intel's optimisation manuals).
 //
-// The clock is the larger of the nominal one (cpu_info.h) and one measured at start-up (a chain of
-// dependent integer adds, one per cycle on every x86-64 core of the last fifteen years; best of five
-// runs of ~10 ms): under a hypervisor the nominal clock is often the base clock, and a boost above it
-// would let a step pass a nominal "peak".
+// The clock is the larger of the nominal one (cpu_info.h) and one measured once per process (a chain
+// of dependent integer adds, one per cycle on every x86-64 core of the last fifteen years; the best
+// of 64 samples of ~0.6 ms, ~40 ms in all): under a hypervisor the nominal clock is often the base
+// clock, and a boost above it would let a step pass a nominal "peak".
 #include <string>
 
 #include "util/cpu_info.h"
@@ -43,7 +43,7 @@ double bf16_flops_per_cycle(const CpuInfo& cpu, CpuLevel level, bool amx_tiles);
 // The clock, measured as above (Hz).
 double measure_clock_hz();
 
-// This machine's peak for `cores` cores at the CPU level in use (measures the clock: ~50 ms).
+// This machine's peak for `cores` cores at the CPU level in use (the first call measures the clock).
 CpuPeak cpu_theoretical_peak(int cores, bool amx_tiles);
 
 }  // namespace ct
