@@ -184,7 +184,9 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     };
     OneDnnMatmul mm_f32(engine, s, dnnl::memory::data_type::f32, a.data(), b.data(), c.data());
     std::unique_ptr<OneDnnMatmul> mm_bf16;
-    if (bf16) mm_bf16 = std::make_unique<OneDnnMatmul>(engine, s, dnnl::memory::data_type::bf16, a16.data(), b16.data(), c.data());
+    if (bf16)
+      mm_bf16 = std::make_unique<OneDnnMatmul>(engine, s, dnnl::memory::data_type::bf16, a16.data(), b16.data(),
+                                               c.data());
     std::vector<Contender> contenders = {{"openblas-f32", library(ct::GemmLibrary::openblas)},
                                          {"blis-f32", library(ct::GemmLibrary::blis)},
                                          {"onednn-f32", library(ct::GemmLibrary::onednn)},

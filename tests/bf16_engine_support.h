@@ -6,13 +6,7 @@
 
 #include "backend/cpu/cpu_level.h"
 
-namespace ct::test {
-
-inline bool bf16_engine_available() { return cpu_level_at_least(CpuLevel::avx512_bf16); }
-
-}  // namespace ct::test
-
 #define CT_SKIP_WITHOUT_BF16_ENGINE()                                                                          \
-  if (!::ct::test::bf16_engine_available())                                                                    \
+  if (!::ct::bf16_engine_available())                                                                          \
   GTEST_SKIP() << "needs a bf16 engine (avx512_bf16 or amx_bf16); the CPU level in use is "                    \
                << ::ct::cpu_level_description()

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "clocktrain_version.h"
+#include "util/cpu_info.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -61,48 +62,7 @@ std::vector<std::pair<std::string, std::string>> capture_environment() {
 
 BinaryInfo current_binary() { return {kVersion, kBuildFlags}; }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon == std::string::npos) break;
-      std::string name = line.substr(colon + 1);
-      name.erase(0, name.find_first_not_of(" \t"));
-      return name.empty() ? "unknown CPU" : name;
-    }
-  }
-  return "unknown CPU";
-}
-
 namespace {
-
-// The vector extensions the kernels care about, as named in /proc/cpuinfo's flags.
-std::string cpu_vector_features() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    std::string out;
-    auto add = [&](const char* flag, const char* label) {
-      if (!flags.count(flag)) return;
-      if (!out.empty()) out += ' ';
-      out += label;
-    };
-    add("avx512f", "AVX-512F");
-    add("avx512_bf16", "AVX512-BF16");
-    add("amx_tile", "AMX");
-    add("avx2", "AVX2");
-    add("fma", "FMA");
-    add("asimd", "NEON");
-    return out;
-  }
-  return "";
-}
 
 double memory_gib() {
   std::ifstream in("/proc/meminfo");
@@ -127,9 +87,9 @@ DeviceInfo describe_cpu_device(int64_t threads) {
   d.threads = threads;
   long online = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::ostringstream desc;
-  desc << cpu_model_name() << "; " << available_cores() << " of " << online << " cores";
-  std::string features = cpu_vector_features();
-  if (!features.empty()) desc << "; " << features;
+  const CpuInfo& cpu = cpu_info();
+  desc << cpu.model_name << "; " << available_cores() << " of " << online << " cores; CPU level "
+       << cpu_level_name(cpu.level) << " (" << cpu.flag_summary() << ")";
   double gib = memory_gib();
   if (gib > 0) {
     char buf[32];

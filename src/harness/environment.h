@@ -30,11 +30,9 @@ std::vector<std::pair<std::string, std::string>> capture_environment();
 // This binary: kVersion and kBuildFlags.
 BinaryInfo current_binary();
 
-// The CPU as a device: "Intel(R) Xeon(R) Processor; 2 of 2 cores; AVX-512F AVX2 FMA AMX; 23.6 GiB",
-// backend "cpu", devices 1, threads = the thread count the run uses.
+// The CPU as a device: "AMD EPYC; 2 of 2 cores; CPU level avx512_bf16 (avx2 fma avx512f ... -amx_tile
+// -amx_bf16); 23.5 GiB" (the CPU's own level, util/cpu_info.h; the level a run used is in its
+// matmul_precision_reason), backend "cpu", devices 1, threads = the thread count the run uses.
 DeviceInfo describe_cpu_device(int64_t threads);
-
-// The CPU model name from /proc/cpuinfo ("unknown CPU" when absent).
-std::string cpu_model_name();
 
 }  // namespace ct

@@ -260,7 +260,8 @@ RunResult result_from_json(const Json& j, const std::string& where) {
         "\"");
   out.device.matmul_precision_reason = device.string_or("matmul_precision_reason", "");
   out.device.peak_flops = device.has("peak_flops") ? device.non_negative("peak_flops") : 0.0;
-  out.device.matmul_ceiling_flops = device.has("matmul_ceiling_flops") ? device.non_negative("matmul_ceiling_flops") : 0.0;
+  out.device.matmul_ceiling_flops =
+      device.has("matmul_ceiling_flops") ? device.non_negative("matmul_ceiling_flops") : 0.0;
   FieldReader env = r.object("environment");
   for (const auto& [k, v] : env.json().items()) out.environment.emplace_back(k, env.string(k));
   std::sort(out.environment.begin(), out.environment.end());

@@ -44,17 +44,26 @@ void check_gemm(DType dtype, double tolerance) {
 TEST(Gemm, F64MatchesNaiveForEveryTranspose) { check_gemm(DType::f64, 1e-14); }
 TEST(Gemm, F32MatchesNaiveForEveryTranspose) { check_gemm(DType::f32, 1e-5); }
 
-TEST(Gemm, BothF32LibrariesAgree) {
+TEST(Gemm, EveryF32LibraryMatchesNaiveForEveryTranspose) {
   const int64_t m = 64, n = 48, k = 96;
-  std::vector<float> a(m * k), b(n * k), c_openblas(m * n), c_onednn(m * n);
-  Values av = random_values(a.size(), 13), bv = random_values(b.size(), 14);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(av[i]);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(bv[i]);
-  sgemm_row_major(GemmLibrary::openblas, false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f,
-                  c_openblas.data(), n);
-  sgemm_row_major(GemmLibrary::onednn, false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c_onednn.data(),
-                  n);
-  for (size_t i = 0; i < c_openblas.size(); ++i) EXPECT_NEAR(c_openblas[i], c_onednn[i], 1e-4);
+  blis_set_threads(2);
+  for (GemmLibrary library : {GemmLibrary::openblas, GemmLibrary::onednn, GemmLibrary::blis})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(str(gemm_library_name(library), " ta=", ta, " tb=", tb));
+        const Values av = random_values(static_cast<size_t>(m * k), 13);
+        const Values bv = random_values(static_cast<size_t>(k * n), 14);
+        const Values cv = random_values(static_cast<size_t>(m * n), 15);
+        std::vector<float> a(av.begin(), av.end()), b(bv.begin(), bv.end()), c(cv.begin(), cv.end());
+        sgemm_row_major(library, ta, tb, m, n, k, 0.75f, a.data(), ta ? m : k, b.data(), tb ? k : n, -0.5f, c.data(),
+                        n);
+        const Values want =
+            naive_gemm(Values(a.begin(), a.end()), Values(b.begin(), b.end()), cv, m, n, k, ta, tb, 0.75, -0.5);
+        EXPECT_LT(relative_error(Values(c.begin(), c.end()), want), 1e-5);
+      }
+  EXPECT_EQ(parse_gemm_library("blis"), GemmLibrary::blis);
+  expect_error([] { parse_gemm_library("mkl"); }, {"CLOCKTRAIN_CPU_GEMM", "'mkl'", "openblas, onednn or blis"});
+  EXPECT_NE(blis_description().find("libblis"), std::string::npos) << blis_description();
 }
 
 TEST(Gemm, OpenBlasRunsAnOptimisedKernel) {

@@ -1,4 +1,5 @@
 #include "harness/environment.h"
+#include "util/cpu_info.h"
 
 #include "clocktrain_version.h"
 #include "test_support.h"
@@ -44,7 +45,9 @@ TEST(Environment, BinaryAndCpuDevice) {
   EXPECT_EQ(d.backend, "cpu");
   EXPECT_EQ(d.devices, 1);
   EXPECT_EQ(d.threads, 3);
-  EXPECT_EQ(d.description.rfind(cpu_model_name(), 0), 0u) << d.description;
+  EXPECT_EQ(d.description.rfind(cpu_info().model_name, 0), 0u) << d.description;
+  EXPECT_NE(d.description.find(std::string("CPU level ") + cpu_level_name(cpu_info().level)), std::string::npos)
+      << d.description;
   EXPECT_NE(d.description.find(" cores"), std::string::npos) << d.description;
 }
 

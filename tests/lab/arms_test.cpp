@@ -152,6 +152,28 @@ TEST(ArmHygiene, ThreadCountOnOneRunBlocksTheVerdict) {
   EXPECT_NE(error.find("device.threads"), std::string::npos) << error;
 }
 
+// A recipe's "auto" precision runs bf16 on one machine and f32 on another: arms that ran different
+// precisions are not the same configuration, and `lab diff` shows why each ran what it ran.
+TEST(ArmHygiene, MatmulPrecisionOnOneRunBlocksTheVerdictAndDiffShowsWhy) {
+  Fixture f;
+  f.add("A", Fixture::control(1, 1.74));
+  f.add("A", Fixture::control(2, 1.75));
+  f.add("B", Fixture::treatment(1, 1.72));
+  ResultSpec avx2 = Fixture::treatment(2, 1.73);
+  avx2.matmul_precision = "f32";
+  avx2.matmul_precision_reason = "auto: f32, the CPU level avx2 has no bf16 engine (bf16 needs avx512_bf16 or amx_bf16)";
+  f.add("B", avx2);
+  std::string error = verdict_error(f);
+  EXPECT_NE(error.find("device.matmul_precision"), std::string::npos) << error;
+
+  ct::test::TempDir dir;
+  const fs::path left = write_run(dir / "left", Fixture::treatment(1, 1.72)), right = write_run(dir / "right", avx2);
+  std::ostringstream out;
+  lab_diff(f.ledger_path, left.string(), right.string(), out);
+  EXPECT_NE(out.str().find("device.matmul_precision"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("the CPU level avx2 has no bf16 engine"), std::string::npos) << out.str();
+}
+
 TEST(ArmHygiene, UndeclaredChangeItselfBlocksAndDeclaringLaterUnblocks) {
   Fixture f(std::vector<std::string>{});  // nothing declared at propose time
   double control[] = {1.740, 1.752, 1.731}, treated[] = {1.722, 1.735, 1.720};

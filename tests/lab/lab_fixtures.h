@@ -26,6 +26,8 @@ struct ResultSpec {
   int n_layer = 4;
   std::string binary_version = "0.1.0+abc123";
   int threads = 2;
+  std::string matmul_precision = "bf16";
+  std::string matmul_precision_reason = "auto: bf16, the CPU level avx512_bf16 has a bf16 engine (AVX512-BF16 dot products)";
   std::map<std::string, std::string> environment = {{"OMP_NUM_THREADS", "2"}};
 };
 
@@ -64,7 +66,15 @@ inline Json result_json(const ResultSpec& s, const fs::path& dir) {
       {"gate", {{"eligible", eligible}, {"checks", checks}}},
       {"data", {{"manifest_sha256", manifest_sha}, {"shards_read", Json::array()}}},
       {"binary", {{"version", s.binary_version}, {"build_flags", "GNU-12 Release -O3"}}},
-      {"device", {{"backend", "cpu"}, {"description", "synthetic cpu"}, {"devices", 1}, {"threads", s.threads}}},
+      {"device",
+       {{"backend", "cpu"},
+        {"description", "synthetic cpu"},
+        {"devices", 1},
+        {"threads", s.threads},
+        {"matmul_precision", s.matmul_precision},
+        {"matmul_precision_reason", s.matmul_precision_reason},
+        {"peak_flops", 4.6e11},
+        {"matmul_ceiling_flops", 4.2e11}}},
       {"environment", s.environment},
       {"changed_source_lines", nullptr},
       {"run_dir", dir.string()},

@@ -78,7 +78,8 @@ inline int one_allowed_cpu() {
 // most of their time waiting for each other. `env`: "NAME=VALUE ..." for the run's environment.
 inline CommandResult clocktrain_run(const fs::path& recipe, const fs::path& data, const fs::path& cache,
                                     const fs::path& out, const std::string& more = "", const std::string& env = "") {
-  return run_command("env " + env + " taskset -c " + std::to_string(one_allowed_cpu()) + " " + clocktrain_bin() + " run " +
+  return run_command("env " + env + " taskset -c " + std::to_string(one_allowed_cpu()) + " " + clocktrain_bin() +
+                     " run " +
                      recipe.string() + " --data " + data.string() + " --cache " + cache.string() + " --out " +
                      out.string() + " --shard-tokens 20000 --heldout-tokens 2000 --no-progress " + more);
 }

@@ -54,7 +54,8 @@ AmxState probe() {
   state.usable = true;
   state.status = "AMX bf16 tiles";
 #else
-  state.status = cpu_info().has("amx_bf16") ? "AMX not compiled in (build without -march=native)" : "no AMX on this CPU";
+  state.status =
+      cpu_info().has("amx_bf16") ? "AMX not compiled in (build without -march=native)" : "no AMX on this CPU";
 #endif
   return state;
 }

@@ -5,9 +5,9 @@
 // only after it asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). amx_usable() asks once
 // (at the CPU backend's creation), and is true only when the build has the AMX intrinsics
 // (-march=native on an AMX machine), the CPU has the instructions, the CPU level in use is amx
-// (cpu_level.h), the kernel granted the permission and CLOCKTRAIN_CPU_AMX is not "0". When it is false, the bf16 kernels that would use tiles fall
-// back to other code (attention: the f32 kernels on converted copies; oneDNN: its AVX512_BF16 kernels,
-// oneDNN asks for the permission itself).
+// (cpu_level.h), the kernel granted the permission and CLOCKTRAIN_CPU_AMX is not "0". When it is
+// false, the bf16 kernels that would use tiles fall back to other code (attention: AVX512-BF16 dot
+// products; oneDNN: its AVX512_BF16 kernels, oneDNN asks for the permission itself).
 #include <string>
 
 namespace ct {

@@ -171,7 +171,8 @@ struct Layout {
 }  // namespace
 
 bool bf16_attention_supported(int64_t head_dim) {
-  static const bool usable = !switched_off("CLOCKTRAIN_CPU_BF16_ATTENTION") && cpu_level_at_least(CpuLevel::avx512_bf16);
+  static const bool usable =
+      !switched_off("CLOCKTRAIN_CPU_BF16_ATTENTION") && cpu_level_at_least(CpuLevel::avx512_bf16);
   return usable && head_dim > 0 && head_dim % 32 == 0;
 }
 

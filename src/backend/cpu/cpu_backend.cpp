@@ -33,7 +33,7 @@ std::string bf16_engine_name() {
 CpuBackend::CpuBackend(const BackendOptions& options) {
   check(options.threads >= 0, "cpu backend: threads must be >= 0 (0 = every core), got ", options.threads);
   // First: the level limits the libraries below before they start (cpu_level.h).
-  const bool bf16_engine = cpu_level_at_least(CpuLevel::avx512_bf16);
+  const bool bf16_engine = bf16_engine_available();
   threads_ = set_thread_count(options.threads);
   gemm_library_ = default_gemm_library();
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
@@ -63,9 +63,10 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
 }
 
 std::string CpuBackend::device_description() const {
-  std::string description = str(threads_, " threads on ", cpu_info().model_name, " (CPU level ", cpu_level_description(),
-                                "); matmuls ", matmul_precision_name(matmul_precision()), "; f32 GEMM: ",
-                                gemm_library_name(gemm_library_), ", OpenBLAS core ", openblas_core_name());
+  std::string description =
+      str(threads_, " threads on ", cpu_info().model_name, " (CPU level ", cpu_level_description(), "); matmuls ",
+          matmul_precision_name(matmul_precision()), "; f32 GEMM: ", gemm_library_name(gemm_library_),
+          ", OpenBLAS core ", openblas_core_name());
   // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)
     description += str(amx_gemm_handles(false, false, 32, 32, 32)

@@ -29,7 +29,7 @@ void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool tr
           dtype_name(c.dtype));
     check(c.dtype == DType::f32 || beta == 0.0, op, ": a bf16 c cannot accumulate (beta must be 0, got ", beta,
           ")");
-    check(cpu_level_at_least(CpuLevel::avx512_bf16), op,
+    check(bf16_engine_available(), op,
           ": bf16 operands need a bf16 engine (avx512_bf16 or amx_bf16); the CPU level in use is ",
           cpu_level_description());
   } else {

@@ -19,6 +19,9 @@ namespace ct {
 // ct::Error, thrown on every call).
 CpuLevel cpu_level();
 inline bool cpu_level_at_least(CpuLevel level) { return static_cast<int>(cpu_level()) >= static_cast<int>(level); }
+// bf16 products have an engine at the level in use: AVX512-BF16 (and AMX-BF16 above it). Without
+// one, matmul_precision "auto" is f32 and "bf16" is refused.
+inline bool bf16_engine_available() { return cpu_level_at_least(CpuLevel::avx512_bf16); }
 
 // "avx512_bf16", or "avx2 (CLOCKTRAIN_CPU_MAX_ISA; the CPU is avx512_bf16)" when lowered.
 std::string cpu_level_description();

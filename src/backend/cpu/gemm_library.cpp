@@ -5,7 +5,7 @@
 #include <dnnl.h>
 
 #include <cstdlib>
-#include <mutex>
+#include <string>
 
 #include "backend/cpu/cpu_level.h"
 #include "util/error.h"
@@ -57,35 +57,55 @@ Fn resolve(void* handle, const std::string& path, const char* symbol) {
   return reinterpret_cast<Fn>(address);
 }
 
-const OpenBlasApi& openblas() {
-  static OpenBlasApi api;
-  static std::once_flag once;
-  static std::string load_error;
-  std::call_once(once, [] {
-    const char* override_path = std::getenv("CLOCKTRAIN_OPENBLAS");
-    api.path = override_path && *override_path ? override_path : CLOCKTRAIN_OPENBLAS_PATH;
-    choose_openblas_core_type();
-    void* handle = ::dlopen(api.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+// A library loaded once (dlopen, RTLD_LOCAL: its symbols never clash with another BLAS's) and its
+// entry points; or why it could not be, thrown again on every later use.
+template <typename Api>
+struct Loaded {
+  Api api;
+  std::string error;
+  const Api& get() const {
+    if (!error.empty()) throw Error(error);
+    return api;
+  }
+};
+
+// Opens `default_path`, or the path in `override_variable`, and hands the handle to bind(handle, api).
+template <typename Api, typename Bind>
+Loaded<Api> load_library(const char* name, const char* override_variable, const char* default_path,
+                         const char* package, Bind bind) {
+  Loaded<Api> loaded;
+  try {
+    const char* override_path = std::getenv(override_variable);
+    loaded.api.path = override_path && *override_path ? override_path : default_path;
+    void* handle = ::dlopen(loaded.api.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* why = ::dlerror();
-      load_error = str("cannot load OpenBLAS from ", api.path, ": ", why ? why : "unknown error",
-                       " (install libopenblas0-openmp: scripts/install-deps.sh)");
-      return;
+      fail("cannot load ", name, " from ", loaded.api.path, ": ", why ? why : "unknown error", " (install ", package,
+           ": scripts/install-deps.sh)");
     }
-    try {
-      api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
-      api.dgemm = resolve<decltype(api.dgemm)>(handle, api.path, "cblas_dgemm");
-      // Optional: only builds with BUILD_BFLOAT16 have it (Debian 12's do not).
-      api.sbgemm = reinterpret_cast<decltype(api.sbgemm)>(::dlsym(handle, "cblas_sbgemm"));
-      api.get_corename = resolve<decltype(api.get_corename)>(handle, api.path, "openblas_get_corename");
-      api.get_parallel = resolve<decltype(api.get_parallel)>(handle, api.path, "openblas_get_parallel");
-      api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "openblas_set_num_threads");
-    } catch (const Error& e) {
-      load_error = e.what();
-    }
-  });
-  if (!load_error.empty()) throw Error(load_error);
-  return api;
+    bind(handle, loaded.api);
+  } catch (const Error& e) {
+    loaded.error = e.what();
+  }
+  return loaded;
+}
+
+const OpenBlasApi& openblas() {
+  static const Loaded<OpenBlasApi> loaded = [] {
+    choose_openblas_core_type();
+    return load_library<OpenBlasApi>(
+        "OpenBLAS", "CLOCKTRAIN_OPENBLAS", CLOCKTRAIN_OPENBLAS_PATH, "libopenblas0-openmp",
+        [](void* handle, OpenBlasApi& api) {
+          api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
+          api.dgemm = resolve<decltype(api.dgemm)>(handle, api.path, "cblas_dgemm");
+          // Optional: only builds with BUILD_BFLOAT16 have it (Debian 12's do not).
+          api.sbgemm = reinterpret_cast<decltype(api.sbgemm)>(::dlsym(handle, "cblas_sbgemm"));
+          api.get_corename = resolve<decltype(api.get_corename)>(handle, api.path, "openblas_get_corename");
+          api.get_parallel = resolve<decltype(api.get_parallel)>(handle, api.path, "openblas_get_parallel");
+          api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "openblas_set_num_threads");
+        });
+  }();
+  return loaded.get();
 }
 
 // BLIS (Debian's libblis4-openmp: OpenMP threads, like OpenBLAS's build), through its CBLAS layer.
@@ -121,31 +141,15 @@ void choose_blis_arch(const BlisApi& api) {
 }
 
 const BlisApi& blis() {
-  static BlisApi api;
-  static std::once_flag once;
-  static std::string load_error;
-  std::call_once(once, [] {
-    const char* override_path = std::getenv("CLOCKTRAIN_BLIS");
-    api.path = override_path && *override_path ? override_path : CLOCKTRAIN_BLIS_PATH;
-    void* handle = ::dlopen(api.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* why = ::dlerror();
-      load_error = str("cannot load BLIS from ", api.path, ": ", why ? why : "unknown error",
-                       " (install libblis4-openmp: scripts/install-deps.sh)");
-      return;
-    }
-    try {
-      api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
-      api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "bli_thread_set_num_threads");
-      api.arch_query_id = resolve<decltype(api.arch_query_id)>(handle, api.path, "bli_arch_query_id");
-      api.arch_string = resolve<decltype(api.arch_string)>(handle, api.path, "bli_arch_string");
-      choose_blis_arch(api);
-    } catch (const Error& e) {
-      load_error = e.what();
-    }
-  });
-  if (!load_error.empty()) throw Error(load_error);
-  return api;
+  static const Loaded<BlisApi> loaded = load_library<BlisApi>(
+      "BLIS", "CLOCKTRAIN_BLIS", CLOCKTRAIN_BLIS_PATH, "libblis4-openmp", [](void* handle, BlisApi& api) {
+        api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
+        api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "bli_thread_set_num_threads");
+        api.arch_query_id = resolve<decltype(api.arch_query_id)>(handle, api.path, "bli_arch_query_id");
+        api.arch_string = resolve<decltype(api.arch_string)>(handle, api.path, "bli_arch_string");
+        choose_blis_arch(api);
+      });
+  return loaded.get();
 }
 
 CBLAS_TRANSPOSE cblas_transpose(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }

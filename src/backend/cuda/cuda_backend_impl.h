@@ -79,7 +79,9 @@ class CudaBackend final : public Backend {
 
   bool supports_graphs() const override { return true; }
   // matmul_precision bf16: the model stores matmul operands in bf16 (gpt.h's mixed precision).
-  MatmulPrecision matmul_precision() const override { return matmul_bf16_ ? MatmulPrecision::bf16 : MatmulPrecision::f32; }
+  MatmulPrecision matmul_precision() const override {
+    return matmul_bf16_ ? MatmulPrecision::bf16 : MatmulPrecision::f32;
+  }
   std::string matmul_precision_reason() const override { return matmul_precision_reason_; }
   void begin_graph(const std::string& name) override;
   void end_graph() override;
