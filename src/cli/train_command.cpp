@@ -72,6 +72,10 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
               r.timed() ? str("budget ", r.budget_seconds, " s").c_str() : str(r.steps, " steps").c_str(),
               options.out_dir.string().c_str());
   std::fflush(stdout);
+  const std::unique_ptr<Backend> backend = create_recipe_backend(r);
+  options.backend = backend.get();
+  std::printf("%s\n", backend_start_line(*backend).c_str());
+  std::fflush(stdout);
   const TrainResult result = train(options);
   std::printf("%s: %lld steps, %lld tokens, training clock %.1f s (startup %.1f s), final loss %.4f%s\n",
               result.stop_reason.c_str(), static_cast<long long>(result.steps), static_cast<long long>(result.tokens),

@@ -184,17 +184,14 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   // 0. The backend, made and probed before minutes go into data: a machine that cannot run the
   //    recipe (a precision without its engine, a missing library or device) fails here, in seconds.
   std::unique_ptr<Backend> backend;
-  double matmul_ceiling = 0;
+  std::string backend_line;
   try {
     backend = create_recipe_backend(recipe);
-    matmul_ceiling = backend->matmul_ceiling_flops();
+    backend_line = backend_start_line(*backend);
   } catch (const std::exception& e) {
     record_failed_start(o, recipe, rules, out, e.what());
   }
-  log << "backend: " << backend->name() << ", matmuls " << backend->matmul_precision_reason() << "; "
-      << backend->device_description() << "; measured matmul ceiling " << format_fixed(matmul_ceiling / 1e9, 1)
-      << " GFLOP/s\n"
-      << std::flush;
+  log << backend_line << "\n" << std::flush;
 
   // 1. Data.
   DataCacheSettings cache;
@@ -291,7 +288,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   r.device.matmul_precision = matmul_precision_name(backend->matmul_precision());
   r.device.matmul_precision_reason = backend->matmul_precision_reason();
   r.device.peak_flops = backend->peak_flops();
-  r.device.matmul_ceiling_flops = matmul_ceiling;
+  r.device.matmul_ceiling_flops = backend->matmul_ceiling_flops();
   r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
   r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
   r.extra["notes"] = out.notes;

@@ -501,6 +501,12 @@ Json to_json(const TrainResult& r) {
                 {"matmul_ceiling_flops", r.matmul_ceiling_flops}}}};
 }
 
+std::string backend_start_line(const Backend& backend) {
+  return str("backend: ", backend.name(), ", matmuls ", backend.matmul_precision_reason(), "; ",
+             backend.device_description(), "; measured matmul ceiling ", fixed(backend.matmul_ceiling_flops() / 1e9, 1),
+             " GFLOP/s");
+}
+
 TrainResult train(const TrainOptions& options) {
   Run run(options);
   return run.execute();

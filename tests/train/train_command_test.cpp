@@ -23,6 +23,9 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   auto r = test::run_command(base + " --steps 3 --out " + (dir / "run").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("steps: 3 steps"), std::string::npos) << r.output;
+  // which precision runs and why, and the ceilings, before the first step
+  EXPECT_NE(r.output.find("backend: cpu, matmuls auto: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; measured matmul ceiling "), std::string::npos) << r.output;
   Json summary = read_json_file(dir / "run" / "train_summary.json");
   EXPECT_EQ(summary["steps"], 3);
   EXPECT_EQ(summary["stop_reason"], "steps");
@@ -44,6 +47,19 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("bad.toml:2: field 'model.n_embed': unknown field"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "x"));
+
+  // a precision the machine cannot run (here: an unknown one) is refused before anything is written
+  std::string fp16 = tiny_recipe_text();
+  const std::string precision = "matmul_precision = \"auto\"";
+  fp16.replace(fp16.find(precision), precision.size(), "matmul_precision = \"fp16\"");
+  write_file_atomic(dir / "fp16.toml", fp16);
+  r = test::run_command(test::clocktrain_bin() + " train " + (dir / "fp16.toml").string() + " --data " +
+                        data.string() + " --out " + (dir / "z").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("field 'backend.matmul_precision': expected \"auto\", \"f32\" or \"bf16\", got \"fp16\""),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "z"));
 
   // the data's vocabulary must be the recipe's
   r = test::run_command(test::clocktrain_bin() + " train " + (test::source_dir() / "recipes" / "tiny.toml").string() +
