@@ -37,6 +37,9 @@ class Backend {
   virtual std::string name() const = 0;                // "cpu", "cuda"
   virtual std::string device_description() const = 0;  // e.g. "2 cores of Intel Xeon (avx512_bf16)"
   virtual int device_count() const { return 1; }        // devices or cores this backend drives
+  // Devices of this kind the machine offers this process (CPU: the cores it may run on; CUDA: the GPUs
+  // visible), for the gate's full_machine check: a run uses every one, or it is not eligible.
+  virtual int devices_present() const { return device_count(); }
   // The device's theoretical peak in the matmul precision in use, FLOP/s: the ceiling MFU divides by,
   // which no step can exceed (CPU: cores x FLOP per cycle x clock, cpu/cpu_peak.h; GPU: the data
   // sheet's dense figure); 0 when unknown.

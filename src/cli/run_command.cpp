@@ -26,6 +26,8 @@ struct RunArgs {
   int threads = -1;
   int round = 1;
   bool core = false;
+  bool practice = false;
+  std::string baseline = kDefaultBaselineRevision;
   int64_t max_per_task = 0;
   double core_timeout = 3600;
   int64_t shard_tokens = RunPipelineOptions{}.shard_tokens;
@@ -44,6 +46,8 @@ void run_run(const RunArgs& a, bool budget_given) {
   o.cache_dir = a.cache;
   o.round = a.round;
   o.core = a.core;
+  o.practice = a.practice;
+  o.baseline_revision = a.baseline;
   o.core_max_per_task = a.max_per_task;
   o.core_timeout_seconds = a.core_timeout;
   o.evaluator_binary = current_executable();
@@ -82,6 +86,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--core", args->core, "Also evaluate CORE (always in round 2)");
   cmd->add_option("--round", args->round, "Competition round: 1 (val_bpb) or 2 (4 h, every device, CORE)")
       ->check(CLI::IsMember({1, 2}))
+      ->capture_default_str();
+  cmd->add_flag("--practice", args->practice,
+                "A practice run: round 2's 4-hour budget and full CORE are not required; marked so in result.json "
+                "and never ranked by the board with real runs");
+  cmd->add_option("--baseline", args->baseline,
+                  "Git revision the tie-break's changed source lines are counted against (in the tree the binary "
+                  "was built from)")
       ->capture_default_str();
   cmd->add_option("--max-per-task", args->max_per_task, "CORE: the first N shuffled rows of each task (0 = all)")
       ->capture_default_str();

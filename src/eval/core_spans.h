@@ -24,8 +24,9 @@ struct CoreSequence {
 struct CoreQuestion {
   std::vector<CoreSequence> sequences;
   int gold = -1;                 // the correct choice (multiple_choice, schema)
-  bool prefix_mismatch = false;  // language_modeling: tokens(without) is not a proper prefix of
-                                 // tokens(with); the row is wrong and nothing is scored
+  bool prefix_mismatch = false;  // language_modeling: tokens(without) is not a prefix of tokens(with)
+                                 // (equal ones are: an empty span, correct); the row is wrong and
+                                 // nothing is scored
   bool truncated = false;        // some sequence was longer than the context and lost its start
   bool clamped = false;          // some span started before position 1 after truncation
 };

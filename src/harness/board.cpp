@@ -52,6 +52,16 @@ std::string render_table(const std::vector<std::string>& header, const std::vect
 std::string lines_text(const std::optional<int64_t>& lines) { return lines ? format_count(*lines) : "-"; }
 
 // Missing required checks and failed checks, plus what the round needs that the result lacks.
+// "on a subset (max_per_task 50)", "on a subset (--tasks)", "coverage not recorded", or "" when full.
+std::string core_coverage(const CoreScore& core) {
+  if (!core.subset_recorded) return "coverage not recorded (a result written before clocktrain recorded it)";
+  if (core.full()) return "";
+  std::string what;
+  if (core.max_per_task > 0) what = str("max_per_task ", core.max_per_task);
+  if (core.task_subset) what += std::string(what.empty() ? "" : ", ") + "some tasks only";
+  return "on a subset (" + what + ")";
+}
+
 IneligibleRow ineligibility(const BoardInput& in, int round) {
   IneligibleRow row{in.source, in.result, {}, {}};
   const GateVerdict& gate = in.result.gate;
@@ -78,6 +88,11 @@ IneligibleRow ineligibility(const BoardInput& in, int round) {
     row.reasons.push_back("no CORE score (round 2 ranks by val_bpb and CORE)");
     if (row.failed_checks.empty()) row.failed_checks.push_back(kCheckCoreTime);
   }
+  // Not ranked, whatever the gate said: a practice run, and in round 2 a CORE that is not the full one
+  // (a subset's score is not comparable with a full score).
+  if (in.result.practice) row.reasons.push_back("a practice run (practice: true): never ranked with real runs");
+  if (round == 2 && in.result.core && !in.result.core->full())
+    row.reasons.push_back("CORE " + core_coverage(*in.result.core) + ": round 2 ranks full CORE scores only");
   return row;
 }
 
@@ -193,7 +208,7 @@ std::string board_table(const Board& board) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& row : board.ranked) {
       const RunResult& r = row.result;
-      std::string core = r.core ? format_fixed(r.core->core, 4) : "-";
+      std::string core = r.core ? format_fixed(r.core->core, 4) + (r.core->full() ? "" : " (subset)") : "-";
       std::string clock = format_duration(r.train_clock_seconds) + " / " + format_duration(r.budget_seconds);
       if (board.round == 1) {
         rows.push_back({std::to_string(row.rank), printable(r.name), format_fixed(*r.val_bpb, 4), core,
@@ -207,11 +222,11 @@ std::string board_table(const Board& board) {
     out += render_table(header, rows, right);
   }
   if (!board.ineligible.empty()) {
-    out += str("\nIneligible (", board.ineligible.size(), "), not ranked:\n");
+    out += str("\nNot ranked (", board.ineligible.size(), "): ineligible, practice runs, or a CORE subset in round 2\n");
     for (const auto& row : board.ineligible) {
       std::string failed;
       for (const auto& f : row.failed_checks) failed += (failed.empty() ? "" : ", ") + f;
-      out += "  " + printable(row.result.name) + "  [" + (failed.empty() ? "not scored" : "failed: " + failed) + "]  " +
+      out += "  " + printable(row.result.name) + "  [" + (failed.empty() ? "not ranked" : "failed: " + failed) + "]  " +
              printable(row.source) + "\n";
       for (const auto& reason : row.reasons) out += "      " + printable(reason) + "\n";
     }
@@ -232,6 +247,7 @@ OrderedJson board_json(const Board& board) {
     e["score"] = row.score;
     e["val_bpb"] = *r.val_bpb;
     e["core"] = r.core ? OrderedJson(r.core->core) : OrderedJson(nullptr);
+    e["core_full"] = r.core ? OrderedJson(r.core->full()) : OrderedJson(nullptr);
     if (board.round == 2) {
       e["bpb_n"] = *row.bpb_n;
       e["core_n"] = *row.core_n;

@@ -1,6 +1,7 @@
 #pragma once
-// The leaderboard of harness.md: eligible results ranked by the round's score, ineligible ones
-// listed apart with the checks they failed.
+// The leaderboard of harness.md: eligible results ranked by the round's score, the rest listed apart
+// with the reasons: the checks they failed, a practice run (never ranked with real runs), and in
+// round 2 a CORE score on a subset of rows or tasks (not comparable with a full CORE).
 //   Round 1: score = val_bpb, lower is better.
 //   Round 2: over the eligible pool, bpb_n = (bpb - min)/(max - min), core_n = (max - core)/(max - min)
 //            (a metric with max == min gives 0 to everyone); score = 0.5*bpb_n + 0.5*core_n, lower

@@ -26,10 +26,18 @@ const std::vector<std::string>& recorded_environment_prefixes() {
 
 const std::vector<std::string>& recorded_environment_names() {
   // Debug and loader settings that change speed or numerics without touching the recipe.
+  // The launchers' layout of ranks (torchrun / torch.distributed, Open MPI, PMI, Slurm): which rank this
+  // is, how many there are and where rank 0 listens. Not their per-job identifiers (job ids, ports of
+  // internal daemons), which differ on every launch without changing what runs.
   static const std::vector<std::string> names = {
       "LD_PRELOAD", "LD_LIBRARY_PATH", "GLIBC_TUNABLES", "MALLOC_CONF", "GOTO_NUM_THREADS",
-      "BLIS_NUM_THREADS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
-      "MSAN_OPTIONS"};
+      "BLIS_NUM_THREADS", "BLIS_ARCH_TYPE", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+      "MSAN_OPTIONS",
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR",
+      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+      "OMPI_COMM_WORLD_NODE_RANK", "OMPI_UNIVERSE_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+      "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NNODES", "SLURM_NODEID", "SLURM_CPUS_PER_TASK",
+      "SLURM_GPUS_ON_NODE"};
   return names;
 }
 

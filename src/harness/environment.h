@@ -15,7 +15,8 @@ namespace ct {
 
 // True for the names recorded: prefixes CLOCKTRAIN_ OMP_ KMP_ GOMP_ OPENBLAS_ MKL_ DNNL_ ONEDNN_
 // CUDA_ NCCL_ CUBLAS_ CUBLASLT_ NVIDIA_ MALLOC_ TCMALLOC_, and the debug list
-// (kRecordedEnvironmentNames: LD_PRELOAD, sanitizer options, glibc tunables, ...).
+// (recorded_environment_names(): LD_PRELOAD, sanitizer options, glibc tunables, ..., and the launchers'
+// rank layout: RANK, WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_NTASKS, ...; docs/lab.md).
 bool affects_run(std::string_view name);
 
 // The recorded prefixes and single names, for documentation and the lab.

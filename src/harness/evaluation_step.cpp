@@ -72,6 +72,8 @@ void read_core_json(const Json& j, const std::string& where, double seconds, Eva
   c.label = r.string("metric");
   c.missing_tasks = string_list(r, "missing_tasks");
   c.seconds = seconds;
+  c.max_per_task = r.integer("max_per_task", 0, INT64_MAX);
+  c.task_subset = r.boolean("task_subset");
   const Json& tasks = r.array("tasks");
   for (size_t i = 0; i < tasks.size(); ++i) {
     FieldReader t = r.element(tasks, i, "tasks");
@@ -91,6 +93,8 @@ void read_core_json(const Json& j, const std::string& where, double seconds, Eva
   out.evidence.core_ran = true;
   out.evidence.core = c.core;
   out.evidence.core_seconds = seconds;
+  out.evidence.core_max_per_task = c.max_per_task;
+  out.evidence.core_task_subset = c.task_subset;
   out.evidence.core_checkpoint_sha256 = r.string("checkpoint_sha256");
   for (auto& f : string_list(r, "files_read")) out.evidence.files_opened.push_back(std::move(f));
 }

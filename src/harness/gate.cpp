@@ -49,16 +49,21 @@ GateRules rules_for_round(int round) {
   return rules;
 }
 
-GateCheck check_time(const TrainEvidence& t) {
+GateCheck check_time(const TrainEvidence& t, const GateRules& rules) {
   GateCheck c{kCheckTime, false, ""};
   bool finite = std::isfinite(t.train_clock_seconds) && std::isfinite(t.budget_seconds) &&
                 std::isfinite(t.startup_seconds) && std::isfinite(t.startup_cap_seconds);
   bool clock_ok = finite && t.budget_seconds > 0 && t.train_clock_seconds <= t.budget_seconds;
   bool startup_ok = finite && t.startup_seconds <= t.startup_cap_seconds;
-  c.passed = clock_ok && startup_ok;
+  const bool round_budget = rules.round != 2 || rules.practice || t.budget_seconds == kRound2BudgetSeconds;
+  c.passed = clock_ok && startup_ok && round_budget;
   c.evidence = str("clock ", format_seconds(t.train_clock_seconds), (clock_ok ? " <= " : " > "), "budget ",
                    format_seconds(t.budget_seconds), "; startup ", format_seconds(t.startup_seconds),
                    (startup_ok ? " <= " : " > "), "cap ", format_seconds(t.startup_cap_seconds));
+  if (!round_budget)
+    c.evidence += str("; round 2 requires the budget of ", format_seconds(kRound2BudgetSeconds),
+                      " (a shorter run is a practice run: clocktrain run --practice)");
+  if (rules.practice) c.evidence += "; a practice run";
   return c;
 }
 
@@ -181,16 +186,23 @@ GateCheck check_core_time(const EvalEvidence& e, const GateRules& rules) {
     return c;
   }
   bool in_time = std::isfinite(e.core_seconds) && e.core_seconds <= rules.core_timeout_seconds;
-  c.passed = in_time && std::isfinite(*e.core);
+  const bool full = e.core_max_per_task == 0 && !e.core_task_subset;
+  c.passed = in_time && std::isfinite(*e.core) && (full || rules.practice);
   c.evidence = str("CORE ", format_fixed(*e.core, 4), " in ", format_seconds(e.core_seconds),
                    (in_time ? " <= " : " > "), "timeout ", format_seconds(rules.core_timeout_seconds));
+  if (!full) {
+    c.evidence += str("; on a subset (", e.core_max_per_task > 0 ? str("--max-per-task ", e.core_max_per_task) : "",
+                      e.core_max_per_task > 0 && e.core_task_subset ? ", " : "", e.core_task_subset ? "--tasks" : "",
+                      ")");
+    c.evidence += rules.practice ? ", allowed in a practice run" : ": round 2 requires the full CORE";
+  }
   return c;
 }
 
 GateVerdict run_gate(const TrainEvidence& train, const EvalEvidence& eval, const DataPins& pins,
                      const GateRules& rules) {
   GateVerdict v;
-  v.checks.push_back(check_time(train));
+  v.checks.push_back(check_time(train, rules));
   v.checks.push_back(check_valid_score(train, eval));
   v.checks.push_back(check_trusted_evaluation(eval));
   v.checks.push_back(check_full_machine(train));

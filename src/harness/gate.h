@@ -13,9 +13,13 @@
 namespace ct {
 
 // What a round demands beyond the recipe's own figures (harness.md).
+// Round 2 (harness.md): a 4-hour budget, every device of the machine (full_machine, as in round 1) and
+// the full CORE within the timeout. A practice run (`clocktrain run --practice`, marked so in
+// result.json and never ranked with real runs) may take a shorter budget and a CORE subset.
 struct GateRules {
   int round = 1;
   double core_timeout_seconds = 3600;  // round 2: CORE must finish within this
+  bool practice = false;
 };
 GateRules rules_for_round(int round);
 
@@ -63,8 +67,11 @@ struct EvalEvidence {
   std::string evaluated_checkpoint_sha256;  // hashed by the evaluator from the bytes it loaded
   std::string evaluator;                    // identity, e.g. "clocktrain 0.1.0+abc eval::bpb"
   std::optional<double> val_bpb;            // as the evaluator computed it (NaN allowed: valid_score fails)
-  // CORE, when it ran: computed from the same checkpoint, and how long it took.
+  // CORE, when it ran: computed from the same checkpoint, and how long it took; the rows and tasks it
+  // covered (max_per_task 0 = every row; task_subset = only some tasks).
   bool core_ran = false;
+  int64_t core_max_per_task = 0;
+  bool core_task_subset = false;
   std::string core_checkpoint_sha256;
   std::optional<double> core;
   double core_seconds = 0;
@@ -85,11 +92,13 @@ struct DataPins {
                                                     // forbidden_roots(), canonical paths
 };
 
-GateCheck check_time(const TrainEvidence& train);
+// Round 2 (not practice) also requires the round's 4-hour budget.
+GateCheck check_time(const TrainEvidence& train, const GateRules& rules = {});
 GateCheck check_valid_score(const TrainEvidence& train, const EvalEvidence& eval);
 GateCheck check_trusted_evaluation(const EvalEvidence& eval);
 GateCheck check_full_machine(const TrainEvidence& train);
 GateCheck check_data(const TrainEvidence& train, const DataPins& pins);
+// CORE finished within the timeout, on every row of every task (a subset passes only in practice).
 GateCheck check_core_time(const EvalEvidence& eval, const GateRules& rules);
 
 // Every check of the round, in the order of docs/run-records.md; eligible when all passed.

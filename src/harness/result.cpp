@@ -19,7 +19,7 @@ constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
 const std::vector<std::string>& known_fields() {
   static const std::vector<std::string> fields = {
-      "format", "name", "recipe", "seed", "round", "parameters", "budget_seconds",
+      "format", "name", "recipe", "seed", "round", "practice", "parameters", "budget_seconds",
       "train_clock_seconds", "startup_seconds", "startup_cap_seconds", "steps", "tokens", "val_bpb",
       "val", "core", "gate", "data", "binary", "device", "environment", "changed_source_lines",
       "run_dir", "created_unix"};
@@ -56,6 +56,10 @@ CoreScore read_core(const FieldReader& r) {
   const Json& missing = r.array("missing_tasks");
   for (size_t i = 0; i < missing.size(); ++i) c.missing_tasks.push_back(r.element_string(missing, i, "missing_tasks"));
   c.seconds = r.non_negative("seconds");
+  // (absent from results written before they were recorded: coverage unknown)
+  c.subset_recorded = r.has("max_per_task") && r.has("task_subset");
+  if (r.has("max_per_task")) c.max_per_task = r.integer("max_per_task", 0, kMaxCount);
+  if (r.has("task_subset")) c.task_subset = r.boolean("task_subset");
   const Json& tasks = r.array("tasks");
   for (size_t i = 0; i < tasks.size(); ++i) {
     FieldReader t = r.element(tasks, i, "tasks");
@@ -151,6 +155,7 @@ OrderedJson result_to_json(const RunResult& r) {
   j["recipe"] = {{"path", r.recipe.path}, {"sha256", r.recipe.sha256}, {"resolved", r.recipe.resolved}};
   j["seed"] = r.seed;
   j["round"] = r.round;
+  j["practice"] = r.practice;
   j["parameters"] = r.parameters;
   j["budget_seconds"] = r.budget_seconds;
   j["train_clock_seconds"] = r.train_clock_seconds;
@@ -171,6 +176,8 @@ OrderedJson result_to_json(const RunResult& r) {
     core["label"] = r.core->label;
     core["missing_tasks"] = r.core->missing_tasks;
     core["seconds"] = r.core->seconds;
+    core["max_per_task"] = r.core->max_per_task;
+    core["task_subset"] = r.core->task_subset;
     core["tasks"] = OrderedJson::array();
     for (const auto& t : r.core->tasks) {
       core["tasks"].push_back({{"label", t.label}, {"shots", t.shots}, {"type", t.type}, {"rows", t.rows},
@@ -224,6 +231,7 @@ RunResult result_from_json(const Json& j, const std::string& where) {
   out.recipe.resolved = recipe.json().at("resolved");
   out.seed = r.unsigned_integer("seed");
   out.round = static_cast<int>(r.integer("round", 1, 2));
+  out.practice = r.has("practice") && r.boolean("practice");  // absent in results written before it
   out.parameters = r.integer("parameters", 0, kMaxCount);
   out.budget_seconds = r.finite("budget_seconds");
   if (out.budget_seconds <= 0) r.fail_field("budget_seconds", "a finite number > 0");

@@ -58,6 +58,14 @@ struct CoreScore {
   std::vector<std::string> missing_tasks;
   double seconds = 0;
   std::vector<CoreTaskScore> tasks;
+  // What CORE covered: max_per_task 0 = every row of each task (else the first N shuffled rows);
+  // task_subset = only the tasks named by --tasks. subset_recorded is false for a result written
+  // before these were recorded: its coverage is unknown.
+  int64_t max_per_task = 0;
+  bool task_subset = false;
+  bool subset_recorded = true;
+  // Every row of every task present: the only CORE a ranking compares.
+  bool full() const { return subset_recorded && max_per_task == 0 && !task_subset; }
 };
 
 struct GateCheck {
@@ -107,6 +115,7 @@ struct RunResult {
   RecipeRef recipe;
   uint64_t seed = 0;
   int round = 1;
+  bool practice = false;  // `clocktrain run --practice`: round 2's budget and CORE rules waived; never ranked
   int64_t parameters = 0;
   double budget_seconds = 0;
   double train_clock_seconds = 0;

@@ -10,6 +10,7 @@
 #include "harness/metrics.h"
 #include "harness/report.h"
 #include "harness/text_format.h"
+#include "clocktrain_version.h"
 #include "model/checkpoint.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
@@ -87,7 +88,7 @@ Training run_training(const Recipe& recipe, Backend& backend, const PreparedData
   return t;
 }
 
-TrainEvidence train_evidence(const Recipe& recipe, const Training& t, const ReadGuard& guard,
+TrainEvidence train_evidence(const Recipe& recipe, const Backend& backend, const Training& t, const ReadGuard& guard,
                              std::optional<int64_t> logged_nonfinite) {
   TrainEvidence e;
   const TrainResult& r = t.result;
@@ -101,9 +102,12 @@ TrainEvidence train_evidence(const Recipe& recipe, const Training& t, const Read
   if (r.backend == "cpu") {
     e.threads_used = r.threads;
     e.cores_available = r.available_cores;
+  } else if (t.returned) {
+    // The devices this process trained on (the trainer is not data-parallel yet: ranks launched side
+    // by side would each train a copy, so they count for nothing) against those the machine has.
+    e.devices_used = backend.device_count();
+    e.devices_present = backend.devices_present();
   }
-  // Device backends: devices_used / devices_present stay 0 until the trainer reports them, and the
-  // full_machine check fails for want of evidence.
   for (const auto& [name, sha] : r.shards_read) e.shards_read.push_back({name, sha});
   e.files_opened = guard.opened();
   e.refused_opens = guard.refused();
@@ -126,6 +130,7 @@ void fill_run_identity(RunResult& r, const RunPipelineOptions& o, const Recipe& 
   r.recipe = {o.recipe_path.string(), recipe_hash(recipe), to_json(recipe)};
   r.seed = recipe.seed;
   r.round = o.round;
+  r.practice = o.practice;
   r.budget_seconds = recipe.budget_seconds;
   r.startup_cap_seconds = recipe.startup_cap_seconds;
   r.binary = current_binary();
@@ -164,6 +169,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   // Set-up: everything that can be refused before any compute is spent.
   GateRules rules = rules_for_round(o.round);
   rules.core_timeout_seconds = o.core_timeout_seconds;
+  rules.practice = o.practice;
   check(o.core_timeout_seconds > 0, "--core-timeout: expected a positive number of seconds, got ",
         o.core_timeout_seconds);
   const Recipe recipe = resolve_recipe(o);
@@ -261,7 +267,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       out.notes.push_back(e.what());
     }
   }
-  const TrainEvidence train_ev = train_evidence(recipe, training, guard, logged_nonfinite);
+  const TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite);
   const DataPins pins = data_pins(prepared, guard);
 
   RunResult& r = out.result;
@@ -282,13 +288,19 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   } else {
     r.device.backend = backend->name();
     r.device.description = backend->device_description();
-    r.device.devices = 1;
+    r.device.devices = backend->device_count();
     r.device.threads = training.result.threads;
   }
   r.device.matmul_precision = matmul_precision_name(backend->matmul_precision());
   r.device.matmul_precision_reason = backend->matmul_precision_reason();
   r.device.peak_flops = backend->peak_flops();
   r.device.matmul_ceiling_flops = backend->matmul_ceiling_flops();
+  // The tie-break: source lines changed against the baseline (unknown, with the reason, when git cannot say).
+  const SourceChanges changes =
+      count_changed_source_lines(o.source_dir.empty() ? fs::path(kSourceDir) : o.source_dir, o.baseline_revision);
+  r.changed_source_lines = changes.lines;
+  r.extra["source_changes"] = to_json(changes);
+  if (!changes.lines) out.notes.push_back("changed source lines unknown: " + changes.why_unknown);
   r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
   r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
   r.extra["notes"] = out.notes;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness/result.h"
+#include "harness/source_changes.h"
 
 namespace ct {
 
@@ -31,6 +32,10 @@ struct RunPipelineOptions {
   std::filesystem::path out_dir;         // RUN_DIR; default runs/<recipe>-<UTC time>
   std::filesystem::path cache_dir = kDefaultCacheDir;
   int round = 1;
+  bool practice = false;                 // round 2's 4-hour budget and full CORE waived; marked, never ranked
+  // The revision the tie-break's changed source lines are counted against (source_changes.h).
+  std::string baseline_revision = kDefaultBaselineRevision;
+  std::filesystem::path source_dir;      // the tree to count in; default: the one the binary was built from
   bool core = false;                     // round 2 always runs CORE
   int64_t core_max_per_task = 0;
   double core_timeout_seconds = 3600;    // round 2: CORE past this fails the gate

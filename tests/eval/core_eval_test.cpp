@@ -62,8 +62,9 @@ TEST(CoreEval, KnownAnswersOnTheSmallBundle) {
       // trim() of the context (trailing "  \n", leading NBSP) keeps " blue" and " Paris" whole.
       {"lm_default", 4, 3, 0, 0, 0, 0},
       {"lm_answer", 3, 2, 0, 0, 0, 0},
-      // "abc" + "def" tokenizes as one piece: not a prefix, counted wrong.
-      {"lm_merge", 2, 1, 0, 0, 0, 1},
+      // "abc" + "def" tokenizes as one piece: not a prefix, counted wrong. "no more" + "" adds no
+      // token: an empty span, counted correct (eval.md's rule over no positions).
+      {"lm_merge", 3, 2, 0, 0, 0, 1},
   };
   double centered_sum = 0;
   for (const auto& e : expected) {
@@ -170,7 +171,17 @@ TEST(CoreEval, SpansOfEachType) {
   EXPECT_EQ(lm.sequences[0].span_begin, 3);
   EXPECT_EQ(lm.sequences[0].span_end, 5);
   EXPECT_TRUE(build_core_question(CoreTaskType::kLanguageModeling, {"a b", "a bc"}, -1, enc, 0).prefix_mismatch);
-  EXPECT_TRUE(build_core_question(CoreTaskType::kLanguageModeling, {"a b", "a b"}, -1, enc, 0).prefix_mismatch);
+  // A continuation that adds no tokens: an empty span (eval.md: correct when the argmax matches at
+  // every span position, of which there are none), not a mismatch.
+  auto empty = build_core_question(CoreTaskType::kLanguageModeling, {"a b", "a b"}, -1, enc, 0);
+  EXPECT_FALSE(empty.prefix_mismatch);
+  ASSERT_EQ(empty.sequences.size(), 1u);
+  EXPECT_EQ(empty.sequences[0].span_begin, 3);
+  EXPECT_EQ(empty.sequences[0].span_end, 3);
+  SequenceScores any;
+  any.loss.assign(2, 1.0f);
+  any.argmax.assign(2, id(" c"));  // predicts nothing that is there
+  EXPECT_TRUE(span_greedy_match(any, empty.sequences[0]));
   // Truncation: keep the last 4 tokens, shift the span; clamp a span that starts before 1.
   auto cut = build_core_question(CoreTaskType::kLanguageModeling, {"a b c d", "a b c d e"}, -1, enc, 4);
   EXPECT_TRUE(cut.truncated);

@@ -101,6 +101,38 @@ TEST(Board, Round1ResultIsIneligibleInRound2) {
   EXPECT_THAT(round1.notes[0], HasSubstr("different budgets"));
 }
 
+// A CORE on a subset of rows or tasks, or of unrecorded coverage, is never ranked with full ones in
+// round 2; a practice run is never ranked at all. Each says why.
+TEST(Board, SubsetCoreAndPracticeRunsAreNotRankedWithRealOnes) {
+  auto inputs = load_board_inputs(paths("round2", {"p.json", "q.json", "r.json"}));
+  inputs[0].result.core->max_per_task = 50;      // p: the first 50 rows of each task
+  inputs[1].result.core->subset_recorded = false;  // q: written before coverage was recorded
+  Board board = build_board(inputs, 2);
+  ASSERT_EQ(board.ranked.size(), 1u);
+  EXPECT_EQ(board.ranked[0].result.name, "r");
+  EXPECT_EQ(*board.ranked[0].core_n, 0.0);  // the pool is r alone: p's and q's CORE never moved it
+  ASSERT_EQ(board.ineligible.size(), 2u);
+  EXPECT_EQ(board.ineligible[0].result.name, "p");
+  EXPECT_TRUE(board.ineligible[0].failed_checks.empty());
+  EXPECT_THAT(board.ineligible[0].reasons.back(),
+              HasSubstr("CORE on a subset (max_per_task 50): round 2 ranks full CORE scores only"));
+  EXPECT_THAT(board.ineligible[1].reasons.back(), HasSubstr("CORE coverage not recorded"));
+  EXPECT_THAT(board_table(board), HasSubstr("p  [not ranked]"));
+  // Round 1 ranks by val_bpb and shows the subset for what it is.
+  Board round1 = build_board(inputs, 1);
+  EXPECT_EQ(round1.ranked.size(), 3u);
+  EXPECT_THAT(board_table(round1), HasSubstr("0.1200 (subset)"));
+
+  inputs = load_board_inputs(paths("round2", {"p.json", "q.json", "r.json"}));
+  inputs[2].result.practice = true;
+  board = build_board(inputs, 2);
+  ASSERT_EQ(board.ranked.size(), 2u);
+  ASSERT_EQ(board.ineligible.size(), 1u);
+  EXPECT_EQ(board.ineligible[0].result.name, "r");
+  EXPECT_THAT(board.ineligible[0].reasons.back(), HasSubstr("a practice run (practice: true): never ranked"));
+  EXPECT_EQ(build_board(inputs, 1).ranked.size(), 2u);  // in round 1 too
+}
+
 TEST(Board, MalformedFilesStopWithTheirName) {
   for (const char* name : {"syntax.json", "field.json", "format.json", "forged.json"}) {
     std::string path = results_dir() + "/bad/" + name;
@@ -125,7 +157,7 @@ TEST(Board, TableAndJson) {
   std::string table = board_table(board);
   EXPECT_THAT(table, HasSubstr("Round 1: ranked by val_bpb"));
   EXPECT_LT(table.find("  b  "), table.find("  a  "));
-  EXPECT_THAT(table, HasSubstr("Ineligible (1)"));
+  EXPECT_THAT(table, HasSubstr("Not ranked (1)"));
   EXPECT_THAT(table, HasSubstr("[failed: time]"));
   OrderedJson j = board_json(board);
   EXPECT_EQ(j["round"], 1);

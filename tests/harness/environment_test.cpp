@@ -11,9 +11,14 @@ TEST(Environment, RecordsWhatAffectsARun) {
   for (const char* name : {"CLOCKTRAIN_DATA", "OMP_NUM_THREADS", "OMP_PROC_BIND", "KMP_AFFINITY", "OPENBLAS_NUM_THREADS",
                            "MKL_NUM_THREADS", "DNNL_VERBOSE", "ONEDNN_MAX_CPU_ISA", "CUDA_VISIBLE_DEVICES",
                            "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE",
-                           "LD_PRELOAD", "ASAN_OPTIONS", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX"})
+                           "LD_PRELOAD", "ASAN_OPTIONS", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX",
+                           // the launchers' rank layout: torchrun, Open MPI, Slurm
+                           "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"})
     EXPECT_TRUE(affects_run(name)) << name;
-  for (const char* name : {"HOME", "PATH", "USER", "TERM", "OMP_", "CLOCKTRAIN", "XCUDA_VISIBLE", "LANG"})
+  // ... but not their per-launch identifiers
+  for (const char* name : {"HOME", "PATH", "USER", "TERM", "OMP_", "CLOCKTRAIN", "XCUDA_VISIBLE", "LANG", "MASTER_PORT",
+                           "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"})
     EXPECT_FALSE(affects_run(name)) << name;
 }
 

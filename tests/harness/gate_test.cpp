@@ -224,6 +224,8 @@ TEST(Gate, Data) {
 
 TEST(Gate, Round2AddsCoreTime) {
   Evidence e;
+  e.train.budget_seconds = kRound2BudgetSeconds;  // round 2's (Round2IsRulesNotALabel breaks it)
+  e.train.train_clock_seconds = kRound2BudgetSeconds - 5;
   GateRules rules = rules_for_round(2);
   EXPECT_EQ(rules.core_timeout_seconds, 3600);
   GateVerdict missing = run_gate(e.train, e.eval, e.pins, rules);
@@ -245,6 +247,41 @@ TEST(Gate, Round2AddsCoreTime) {
   EXPECT_FALSE(late.eligible);
   EXPECT_EQ(late.failed_checks(), std::vector<std::string>{"core_time"});
   EXPECT_THROW(rules_for_round(3), Error);
+}
+
+// Round 2's rules: the 4-hour budget and the full CORE, each refused with the reason unless the run
+// is a declared practice run.
+TEST(Gate, Round2IsRulesNotALabel) {
+  Evidence e;
+  e.eval.core_ran = true;
+  e.eval.core = 0.11;
+  e.eval.core_checkpoint_sha256 = e.eval.saved_checkpoint_sha256;
+  e.eval.core_seconds = 100;
+  GateRules rules = rules_for_round(2);
+  // a 600 s budget: time fails, saying what the round requires
+  GateVerdict short_run = run_gate(e.train, e.eval, e.pins, rules);
+  EXPECT_EQ(short_run.failed_checks(), std::vector<std::string>{"time"});
+  EXPECT_THAT(short_run.find("time")->evidence,
+              HasSubstr("round 2 requires the budget of 14400 s (a shorter run is a practice run: clocktrain run --practice)"));
+  // round 1 has no such rule
+  EXPECT_TRUE(run_gate(e.train, e.eval, e.pins, rules_for_round(1)).eligible);
+  // CORE on the first 50 rows of each task: core_time fails
+  e.train.budget_seconds = kRound2BudgetSeconds;
+  e.eval.core_max_per_task = 50;
+  GateVerdict subset = run_gate(e.train, e.eval, e.pins, rules);
+  EXPECT_EQ(subset.failed_checks(), std::vector<std::string>{"core_time"});
+  EXPECT_THAT(subset.find("core_time")->evidence,
+              HasSubstr("on a subset (--max-per-task 50): round 2 requires the full CORE"));
+  e.eval.core_max_per_task = 0;
+  e.eval.core_task_subset = true;
+  EXPECT_THAT(run_gate(e.train, e.eval, e.pins, rules).find("core_time")->evidence, HasSubstr("(--tasks)"));
+  // a practice run takes both, and says it is one
+  e.train.budget_seconds = 600;
+  rules.practice = true;
+  GateVerdict practice = run_gate(e.train, e.eval, e.pins, rules);
+  EXPECT_TRUE(practice.eligible);
+  EXPECT_THAT(practice.find("time")->evidence, HasSubstr("a practice run"));
+  EXPECT_THAT(practice.find("core_time")->evidence, HasSubstr("allowed in a practice run"));
 }
 
 TEST(Gate, FailedChecksAndFind) {

@@ -246,7 +246,8 @@ def question(task_type, prompts, tokenizer, max_len):
         seqs = [(t, len(t) - suffix, len(t)) for t in toks]
     else:
         without, with_ = toks
-        if not (len(without) < len(with_) and with_[:len(without)] == without):
+        # a prefix, not necessarily a proper one: an empty span is judged correct (eval.md)
+        if not (len(without) <= len(with_) and with_[:len(without)] == without):
             return [], True, False, False
         seqs = [(with_, len(without), len(with_))]
     truncated = clamped = False

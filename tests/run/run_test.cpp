@@ -207,19 +207,23 @@ TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
   const fs::path data = make_run_data(tmp.path(), /*with_core=*/true);
   // A 1 s budget of tiny steps: a step on a loaded machine (sanitizers, tests side by side) can take
   // far longer than the slowest of the last ten, so a wide margin keeps the time check out of the way.
+  // The short budget is a practice run's (a real round 2 run trains 4 h: Round2RulesAreEnforced).
   const fs::path recipe = write_run_recipe(tmp / "toy.toml", "step_time_margin = 4.0");
-  auto ok = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1", "--round 2 --budget 1");
+  auto ok = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1", "--round 2 --budget 1 --practice");
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   const RunResult r = read_result_file(tmp / "run1");
   EXPECT_EQ(r.round, 2);
+  EXPECT_TRUE(r.practice);
   EXPECT_EQ(r.budget_seconds, 1.0);
+  EXPECT_TRUE(r.core->full());
   ASSERT_TRUE(r.core.has_value());
   ASSERT_EQ(r.gate.checks.size(), 6u);
   EXPECT_EQ(r.gate.checks[5].name, "core_time");
   EXPECT_TRUE(r.gate.checks[5].passed) << r.gate.checks[5].evidence;
   EXPECT_NE(check_named(r, "trusted_evaluation").evidence.find("val_bpb and CORE"), std::string::npos);
 
-  auto late = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2", "--round 2 --budget 1 --core-timeout 0.001");
+  auto late =
+      clocktrain_run(recipe, data, tmp / "cache", tmp / "run2", "--round 2 --budget 1 --practice --core-timeout 0.001");
   EXPECT_EQ(late.exit_code, kGateFailed) << late.output;
   const RunResult r2 = read_result_file(tmp / "run2");
   EXPECT_FALSE(r2.gate.eligible);
@@ -229,6 +233,32 @@ TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
   EXPECT_NE(late.output.find("core_time", failed_line), std::string::npos) << late.output;
   EXPECT_NE(check_named(r2, "core_time").evidence.find("CORE did not finish"), std::string::npos);
   EXPECT_TRUE(check_named(r2, "valid_score").passed);
+}
+
+// Round 2's rules end to end: a short budget without --practice and a CORE subset each fail the gate
+// with the rule in the evidence, and result.json records the subset.
+TEST(Run, Round2RulesAreEnforced) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path(), /*with_core=*/true);
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml", "step_time_margin = 4.0");
+  auto run = clocktrain_run(recipe, data, tmp / "cache", tmp / "short", "--round 2 --budget 1 --max-per-task 3");
+  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
+  const RunResult r = read_result_file(tmp / "short");
+  EXPECT_FALSE(r.practice);
+  EXPECT_FALSE(check_named(r, "time").passed);
+  EXPECT_NE(check_named(r, "time").evidence.find("round 2 requires the budget of 14400 s"), std::string::npos)
+      << check_named(r, "time").evidence;
+  EXPECT_FALSE(check_named(r, "core_time").passed);
+  EXPECT_NE(check_named(r, "core_time").evidence.find("on a subset (--max-per-task 3): round 2 requires the full CORE"),
+            std::string::npos)
+      << check_named(r, "core_time").evidence;
+  ASSERT_TRUE(r.core.has_value());
+  EXPECT_EQ(r.core->max_per_task, 3);
+  EXPECT_FALSE(r.core->full());
+  // The tie-break's count is recorded, or says why not (the test binary's tree has no baseline tag).
+  ASSERT_TRUE(r.extra.contains("source_changes"));
+  EXPECT_EQ(r.extra["source_changes"]["baseline"], "clocktrain-baseline");
+  EXPECT_EQ(r.changed_source_lines.has_value(), r.extra["source_changes"]["lines"].is_number());
 }
 
 // The contract of `clocktrain lab run`: it launches `clocktrain run RECIPE ... --out DIR` and records

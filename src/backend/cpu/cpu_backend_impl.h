@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_peak.h"
 #include "backend/cpu/gemm_library.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace ct {
 
@@ -25,6 +26,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   std::string device_description() const override;
   int device_count() const override { return threads_; }
+  int devices_present() const override { return available_cores(); }
   double peak_flops() const override;
   double matmul_ceiling_flops() const override;
   MatmulPrecision matmul_precision() const override {

@@ -50,6 +50,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   check(status == cudaSuccess && count > 0, "cuda backend: no CUDA device (",
         status == cudaSuccess ? "none found" : cudaGetErrorString(status), ")");
+  devices_present_ = count;
   device_ = env.distributed() ? env.local_rank : options.device;
   check(device_ >= 0 && device_ < count, "cuda backend: device ", device_, " does not exist (", count, " found",
         env.distributed() ? "; the device is the process's local rank" : "", ")");

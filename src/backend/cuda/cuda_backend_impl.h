@@ -28,6 +28,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_description() const override;
   int device_count() const override { return 1; }
+  int devices_present() const override { return devices_present_; }
   double peak_flops() const override;
 
   Tensor allocate(const Shape& shape, DType dtype) override;
@@ -158,6 +159,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<LtGemm> gemm_;
   bool matmul_bf16_ = false;  // f32 gemms rounded to bf16 inside the product; Newton-Schulz in bf16
   std::string matmul_precision_reason_;
+  int devices_present_ = 0;  // cudaGetDeviceCount at creation
   bool fp8_ = false;
   bool flash_attention_ = true;
 
