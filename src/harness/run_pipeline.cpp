@@ -299,8 +299,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   const SourceChanges changes =
       count_changed_source_lines(o.source_dir.empty() ? fs::path(kSourceDir) : o.source_dir, o.baseline_revision);
   r.changed_source_lines = changes.lines;
-  r.extra["source_changes"] = to_json(changes);
-  if (!changes.lines) out.notes.push_back("changed source lines unknown: " + changes.why_unknown);
+  r.extra["source_changes"] = to_json(changes);  // with why_unknown when the count is null
   r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
   r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
   r.extra["notes"] = out.notes;
