@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   use_thread_cpu_clock = clock == "thread-cpu";
-  const ct::CpuPeak peak = ct::cpu_theoretical_peak(threads, false);
+  const ct::CpuPeak peak = ct::cpu_theoretical_peak(threads);
   std::printf("gemm_bench: %d threads, %s clock; %s, CPU level %s (theoretical f32 peak %.1f GFLOP/s: %s); "
               "OpenBLAS %s; BLIS %s; oneDNN %d.%d.%d; load average %s\n",
               threads, clock.c_str(), ct::cpu_info().model_name.c_str(), ct::cpu_level_description().c_str(),

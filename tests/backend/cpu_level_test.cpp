@@ -71,14 +71,14 @@ TEST(CpuPeak, FlopPerCycleFollowsTheVendorsTables) {
   EXPECT_EQ(f32_flops_per_cycle(zen2, CpuLevel::avx2), 32);
   EXPECT_EQ(f32_flops_per_cycle(zen3, CpuLevel::avx2), 32);  // issue 19's EPYC: 2 x 8 lanes x 2
   EXPECT_EQ(f32_flops_per_cycle(zen4, CpuLevel::avx512_bf16), 32);  // AVX-512 in two 256-bit halves
-  EXPECT_EQ(bf16_flops_per_cycle(zen4, CpuLevel::avx512_bf16, false), 64);
+  EXPECT_EQ(bf16_flops_per_cycle(zen4, CpuLevel::avx512_bf16), 64);
   EXPECT_EQ(f32_flops_per_cycle(zen5, CpuLevel::avx512_bf16), 64);
   EXPECT_EQ(f32_flops_per_cycle(haswell, CpuLevel::avx2), 32);
   EXPECT_EQ(f32_flops_per_cycle(spr, CpuLevel::amx), 64);
-  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::amx, true), 1024);
-  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::amx, false), 128);  // tiles refused: AVX512-BF16
+  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::amx), 1024);         // oneDNN may take the tiles
+  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::avx512_bf16), 128);  // AMX hidden: AVX512-BF16
   EXPECT_EQ(f32_flops_per_cycle(spr, CpuLevel::avx2), 32);          // the level in use counts
-  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::avx2, false), 32);  // no bf16 engine: f32's
+  EXPECT_EQ(bf16_flops_per_cycle(spr, CpuLevel::avx2), 32);  // no bf16 engine: f32's
 }
 
 TEST(CpuPeak, TheMeasuredClockIsAClock) {

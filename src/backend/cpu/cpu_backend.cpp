@@ -59,7 +59,7 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
       matmul_precision_reason_ = str("bf16: as asked (", bf16_engine_name(), ")");
       break;
   }
-  peak_ = cpu_theoretical_peak(threads_, amx_usable());
+  peak_ = cpu_theoretical_peak(threads_);
 }
 
 std::string CpuBackend::device_description() const {

@@ -21,8 +21,8 @@ double f32_flops_per_cycle(const CpuInfo& cpu, CpuLevel level) {
   return 2 * units_lanes;
 }
 
-double bf16_flops_per_cycle(const CpuInfo& cpu, CpuLevel level, bool amx_tiles) {
-  if (amx_tiles && level >= CpuLevel::amx) return 1024;
+double bf16_flops_per_cycle(const CpuInfo& cpu, CpuLevel level) {
+  if (level >= CpuLevel::amx) return 1024;
   const double f32 = f32_flops_per_cycle(cpu, level);
   return level >= CpuLevel::avx512_bf16 ? 2 * f32 : f32;
 }
@@ -43,7 +43,7 @@ double measure_clock_hz() {
   return best;
 }
 
-CpuPeak cpu_theoretical_peak(int cores, bool amx_tiles) {
+CpuPeak cpu_theoretical_peak(int cores) {
   CpuPeak p;
   const CpuInfo& cpu = cpu_info();
   const CpuLevel level = cpu_level();
@@ -53,7 +53,7 @@ CpuPeak cpu_theoretical_peak(int cores, bool amx_tiles) {
   p.measured_clock_hz = measured;
   p.clock_hz = std::max(p.nominal_clock_hz, p.measured_clock_hz);
   p.f32_flops_per_cycle = f32_flops_per_cycle(cpu, level);
-  p.bf16_flops_per_cycle = bf16_flops_per_cycle(cpu, level, amx_tiles);
+  p.bf16_flops_per_cycle = bf16_flops_per_cycle(cpu, level);
   return p;
 }
 

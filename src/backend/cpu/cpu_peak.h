@@ -37,13 +37,14 @@ struct CpuPeak {
 
 // f32 FLOP per cycle per core of this CPU at `level` (the table above).
 double f32_flops_per_cycle(const CpuInfo& cpu, CpuLevel level);
-// bf16 FLOP per cycle per core at `level`: AMX's when amx_tiles, else twice f32's from avx512_bf16.
-double bf16_flops_per_cycle(const CpuInfo& cpu, CpuLevel level, bool amx_tiles);
+// bf16 FLOP per cycle per core at `level`: AMX's at amx (whether or not clocktrain's own kernels get
+// the tiles: oneDNN may use them, and the peak must bound every kernel), twice f32's at avx512_bf16.
+double bf16_flops_per_cycle(const CpuInfo& cpu, CpuLevel level);
 
 // The clock, measured as above (Hz).
 double measure_clock_hz();
 
 // This machine's peak for `cores` cores at the CPU level in use (the first call measures the clock).
-CpuPeak cpu_theoretical_peak(int cores, bool amx_tiles);
+CpuPeak cpu_theoretical_peak(int cores);
 
 }  // namespace ct
