@@ -44,11 +44,28 @@ void check_gemm(DType dtype, double tolerance) {
 TEST(Gemm, F64MatchesNaiveForEveryTranspose) { check_gemm(DType::f64, 1e-14); }
 TEST(Gemm, F32MatchesNaiveForEveryTranspose) { check_gemm(DType::f32, 1e-5); }
 
+// Whether this build runs under AddressSanitizer (GCC defines the first, clang answers the second).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST(Gemm, EveryF32LibraryMatchesNaiveForEveryTranspose) {
-  // (BLIS on its default one thread: a BLIS worker thread's dynamic TLS makes LeakSanitizer's exit
-  // scan crash in the sanitizer build; the backend gives BLIS threads only when it is the f32 library)
+  // BLIS is left out under AddressSanitizer: once a dlopen'ed BLIS has given a thread its dynamic TLS,
+  // LeakSanitizer's scan at exit crashes now and then ("Tracer caught signal 11" on a bogus DTLS
+  // range: a sanitizer limitation, seen in CI's asan stage, not a leak). The release stage tests it.
+  std::vector<GemmLibrary> libraries = {GemmLibrary::openblas, GemmLibrary::onednn};
+  if (kAddressSanitizer) std::printf("BLIS not tested under AddressSanitizer (see the comment)\n");
+  else libraries.push_back(GemmLibrary::blis);
   const int64_t m = 64, n = 48, k = 96;
-  for (GemmLibrary library : {GemmLibrary::openblas, GemmLibrary::onednn, GemmLibrary::blis})
+  for (GemmLibrary library : libraries)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         SCOPED_TRACE(str(gemm_library_name(library), " ta=", ta, " tb=", tb));
@@ -64,7 +81,7 @@ TEST(Gemm, EveryF32LibraryMatchesNaiveForEveryTranspose) {
       }
   EXPECT_EQ(parse_gemm_library("blis"), GemmLibrary::blis);
   expect_error([] { parse_gemm_library("mkl"); }, {"CLOCKTRAIN_CPU_GEMM", "'mkl'", "openblas, onednn or blis"});
-  EXPECT_NE(blis_description().find("libblis"), std::string::npos) << blis_description();
+  if (!kAddressSanitizer) EXPECT_NE(blis_description().find("libblis"), std::string::npos) << blis_description();
 }
 
 TEST(Gemm, OpenBlasRunsAnOptimisedKernel) {
