@@ -21,8 +21,12 @@ TrainStep::TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int6
 
 bool TrainStep::uses_graphs() const { return graphs_ && model_.backend().supports_graphs(); }
 
-// The first step runs eagerly (it allocates and sets up); later ones record, then replay.
-bool TrainStep::regions_now() const { return uses_graphs() && steps_ > 0; }
+bool RegionSchedule::record(const std::string& region) { return calls_[region]++ > 0; }
+
+bool TrainStep::as_region(const char* region) {
+  const bool later_call = schedule_.record(region);  // counted whether or not graphs are on
+  return uses_graphs() && later_call;
+}
 
 StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
   Backend& be = model_.backend();
@@ -32,7 +36,7 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
               inputs_[static_cast<size_t>(m)].size() == targets_[static_cast<size_t>(m)].size(),
           "TrainStep: a micro-batch must hold ", rows_ * seq_len_, " inputs and targets");
   }
-  const bool regions = regions_now();
+  const bool regions = as_region("forward_backward");
   std::vector<int64_t> valid(static_cast<size_t>(micro_steps_));
   if (regions) be.begin_graph("forward_backward");
   model_.zero_grad();
@@ -46,7 +50,6 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
   const int first_gradient_slot = static_cast<int>(micro_steps_);
   optimizer_.queue_gradient_norms(first_gradient_slot);
   if (regions) be.end_graph();
-  ++steps_;
   const std::vector<double> values = be.read_value_slots(first_gradient_slot + optimizer_.gradient_slots());
   StepMeasurement result;
   for (int64_t m = 0; m < micro_steps_; ++m) {
@@ -59,7 +62,7 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
 
 void TrainStep::apply(double lr_factor, double grad_norm) {
   Backend& be = model_.backend();
-  const bool regions = regions_now();
+  const bool regions = as_region("optimizer");
   if (regions) be.begin_graph("optimizer");
   optimizer_.step(lr_factor, grad_norm);
   if (regions) be.end_graph();

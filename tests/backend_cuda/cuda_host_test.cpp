@@ -3,6 +3,7 @@
 // encoding, the argument checks, and the graph-region bookkeeping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -90,9 +91,49 @@ TEST(Fp8, ScaleIsTheLargestPowerOfTwoThatFits) {
     EXPECT_GT(amax * s * 2.0f, kFp8E4m3Max) << "the next power of two would overflow, amax " << amax;
   }
   EXPECT_EQ(fp8_e4m3_scale(0.0f), 1.0f);
-  EXPECT_EQ(fp8_e4m3_scale(NAN), 1.0f);
-  EXPECT_EQ(fp8_e4m3_scale(INFINITY), 1.0f);
+  EXPECT_TRUE(std::isnan(fp8_e4m3_scale(NAN)));  // a non-finite amax poisons the product (fp8.h)
+  EXPECT_TRUE(std::isnan(fp8_e4m3_scale(INFINITY)));
   EXPECT_EQ(fp8_e4m3_scale(-1.0f), 1.0f);
+}
+
+// The amax kernel's reduction on the host: each of 32 lanes folds its elements with amax_combine, then
+// the lanes are folded pairwise as the warp shuffle does (offsets 16, 8, 4, 2, 1). A NaN or an Inf in
+// any lane must reach the scale, and the scale must then make the quantised tensor NaN, not 448.
+float amax_as_the_kernel_reduces(const std::vector<float>& x) {
+  float lane[32];
+  for (int l = 0; l < 32; ++l) {
+    lane[l] = 0.0f;
+    for (size_t i = static_cast<size_t>(l); i < x.size(); i += 32) lane[l] = amax_combine(lane[l], std::fabs(x[i]));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    float next[32];
+    for (int l = 0; l < 32; ++l) next[l] = amax_combine(lane[l], lane[l ^ offset]);
+    std::copy(next, next + 32, lane);
+  }
+  return lane[0];
+}
+
+TEST(Fp8, NanAndInfReachTheScaleAndPoisonTheQuantisedTensor) {
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.001f * static_cast<float>(i) - 0.3f;
+  EXPECT_EQ(amax_as_the_kernel_reduces(x), std::fabs(x.back()));
+  for (size_t at : {size_t{0}, size_t{17}, size_t{999}}) {  // first lane, a middle lane, the last element
+    for (float bad : {NAN, -NAN, INFINITY, -INFINITY}) {
+      std::vector<float> y = x;
+      y[at] = bad;
+      const float amax = amax_as_the_kernel_reduces(y);
+      if (std::isnan(bad)) EXPECT_TRUE(std::isnan(amax)) << at;
+      else EXPECT_EQ(amax, INFINITY) << at;
+      const float s = fp8_e4m3_scale(amax);
+      EXPECT_TRUE(std::isnan(s)) << at;
+      // the quantisation kernel stores e4m3(x * s): NaN for every element, the Inf's too
+      EXPECT_EQ(float_to_e4m3_reference(y[at] * s) & 0x7f, 0x7f) << at;
+      EXPECT_EQ(float_to_e4m3_reference(x[5] * s) & 0x7f, 0x7f) << at;
+    }
+  }
+  // fmaxf, which the warp reduction used before, drops the NaN: the case this guards against
+  EXPECT_EQ(std::fmax(NAN, 2.0f), 2.0f);
+  EXPECT_TRUE(std::isnan(amax_combine(NAN, 2.0f)) && std::isnan(amax_combine(2.0f, NAN)));
 }
 
 TEST(Fp8, EncoderRoundTripsEveryCode) {

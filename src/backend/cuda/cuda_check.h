@@ -20,5 +20,13 @@ namespace ct::cuda {
       ::ct::cuda::fail_cuda(ct_cuda_status_, #call, __FILE__, __LINE__);            \
   } while (0)
 
-// After a kernel launch: a bad configuration shows up here, a fault at the next synchronisation.
-#define CT_CUDA_CHECK_LAUNCH(name) CT_CUDA_CHECK(cudaPeekAtLastError())
+// After a kernel launch: a bad configuration shows up here, named for the kernel, a fault at the next
+// synchronisation. cudaGetLastError (not cudaPeekAtLastError) clears a launch error once reported, so
+// it is never blamed on a later launch.
+#define CT_CUDA_CHECK_LAUNCH(name) CT_CUDA_CHECK_NAMED(cudaGetLastError(), name)
+#define CT_CUDA_CHECK_NAMED(call, name)                                             \
+  do {                                                                              \
+    cudaError_t ct_cuda_status_ = (call);                                           \
+    if (ct_cuda_status_ != cudaSuccess)                                             \
+      ::ct::cuda::fail_cuda(ct_cuda_status_, name, __FILE__, __LINE__);             \
+  } while (0)

@@ -5,8 +5,10 @@
 //
 // Scaling ("current scaling"): before a product, amax = max |x| over the tensor; the tensor is
 // stored as e4m3(x * s) and the product is multiplied back by 1/s. s is the largest power of two
-// with amax * s <= 448, so 1/s is exact and the only rounding is e4m3's own. amax 0, NaN or Inf
-// gives s = 1 (the product then carries the NaN, as it should).
+// with amax * s <= 448, so 1/s is exact and the only rounding is e4m3's own. amax 0 gives s = 1. A
+// NaN or Inf amax gives s = NaN: every element of the quantised tensor becomes NaN, so the product
+// is NaN and the step's non-finite check sees it (with s = 1 an Inf would have been clamped to 448 by
+// the saturating conversion, and the overflow would have stayed finite).
 #include <cmath>
 #include <cstdint>
 
@@ -16,8 +18,17 @@ namespace ct::cuda {
 
 inline constexpr float kFp8E4m3Max = 448.0f;
 
+// One step of the amax reduction, per element and across lanes: NaN wins over everything (fmaxf
+// would drop it), else the larger. Order-free, so any reduction tree gives the same result.
+CT_HOST_DEVICE inline float amax_combine(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a > b ? a : b;
+}
+
 CT_HOST_DEVICE inline float fp8_e4m3_scale(float amax) {
-  if (!(amax > 0.0f) || !(amax < 3.0e38f)) return 1.0f;  // zero, NaN, Inf
+  if (amax != amax || amax > 3.4028235e38f) return NAN;  // NaN, Inf: poison the product (above)
+  if (!(amax > 0.0f)) return 1.0f;                        // zero
   // 2^floor(log2(448 / amax)), clamped to [2^-126, 2^126] so that s and 1/s are normal floats
   int exponent = static_cast<int>(floorf(log2f(kFp8E4m3Max / amax)));
   if (exponent > 126) exponent = 126;

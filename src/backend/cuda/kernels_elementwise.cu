@@ -206,10 +206,10 @@ template <typename T>
 __global__ void amax_kernel(unsigned int* amax_bits, const T* x, int64_t n) {
   float local = 0.0f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float a = fabsf(to_float(x[i]));
-    local = a != a ? a : fmaxf(local, a);  // NaN wins (and fmaxf would drop it)
+    local = amax_combine(local, fabsf(to_float(x[i])));  // NaN wins (fmaxf would drop it)
   }
-  local = warp_max(local);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) local = amax_combine(local, __shfl_xor_sync(0xffffffffu, local, offset));
   // Non-negative floats order like their bits (NaN's bits are above Inf's): max is order-free.
   if (threadIdx.x % 32 == 0) atomicMax(amax_bits, __float_as_uint(local));
 }
