@@ -30,6 +30,15 @@ find_file(BLIS_OPENMP_LIBRARY libblis.so.4
 if(NOT BLIS_OPENMP_LIBRARY)
   set(BLIS_OPENMP_LIBRARY libblis.so.4)
 endif()
+# Open MPI (Debian's libopenmpi-dev): the collectives of CPU processes launched by mpirun
+# (src/backend/parallel/process_group.h). Optional: without it a multi-process CPU launch is a clear
+# error, and a build for another machine (the GPU check's) does not need it.
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  message(STATUS "clocktrain: MPI found (${MPI_C_LIBRARY_VERSION_STRING}): CPU data-parallel training on")
+else()
+  message(STATUS "clocktrain: MPI not found: CPU data-parallel training off (install libopenmpi-dev)")
+endif()
 if(CLOCKTRAIN_TESTS)
   find_package(GTest REQUIRED)
 endif()

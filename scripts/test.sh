@@ -5,7 +5,8 @@
 #                fuzz, which also holds the fuzz targets: one sanitizer build serves stages 2 and 3)
 #                and run the unit tests under them; tests labelled `python` (which re-run C++ paths
 #                against a python3 subprocess) are left out unless CLOCKTRAIN_ASAN_PYTHON=1, and so
-#                are the avx2/ copies of the tests (label avx2, docs/cpu.md).
+#                are the avx2/ copies of the tests (label avx2, docs/cpu.md) and the mpirun tests
+#                (label mpi, docs/parallel.md).
 #                ASAN_PRESET=asan uses GCC's sanitizers instead (preset asan, a separate build).
 #   3. fuzz      run each libFuzzer target for a short fixed time (scripts/fuzz.sh ci;
 #                FUZZ_CI_SECONDS, default 20)
@@ -30,8 +31,10 @@ run_asan() {
   # The avx2/ copies of the tests (the same code at CLOCKTRAIN_CPU_MAX_ISA=avx2) run in the release
   # stage only: under the sanitizers they would add ~5 minutes for paths that an AVX2 machine's CI
   # runs natively.
-  local exclude=(-LE '^(python|avx2)$')
-  if [ "${CLOCKTRAIN_ASAN_PYTHON:-0}" = 1 ]; then exclude=(-LE '^avx2$'); fi
+  # The mpi tests (data-parallel runs under mpirun) run in the release stage only: Open MPI's
+  # allocations at exit are reported as leaks under LeakSanitizer.
+  local exclude=(-LE '^(python|avx2|mpi)$')
+  if [ "${CLOCKTRAIN_ASAN_PYTHON:-0}" = 1 ]; then exclude=(-LE '^(avx2|mpi)$'); fi
   # halt_on_error: the first report fails the test; detect_leaks: leaks are reports too.
   ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \

@@ -220,12 +220,15 @@ class Backend {
   // backward pass). all_reduce_end() makes every later op wait for the reductions begun so far.
   // broadcast(tensors, roots) copies tensors[i] from process roots[i] to every process (how a
   // parameter updated by the process that owns its optimizer shard reaches the others).
+  // sum_over_processes(values): host doubles summed over every process, in place, the same bits on
+  // every process (the trainer's losses and the step's agreed clock); it waits for the device first.
   // Defaults (one process): all_reduce_begin only scales by factor; the others do nothing.
   virtual int world_size() const { return 1; }
   virtual int rank() const { return 0; }
   virtual void all_reduce_begin(const std::vector<Tensor>& tensors, double factor);
   virtual void all_reduce_end() {}
   virtual void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots);
+  virtual void sum_over_processes(std::vector<double>& values) { (void)values; }
 
   // ---- memory ---------------------------------------------------------------------------------------
   // Bytes of device memory this backend holds (its allocations and workspaces); 0 when unknown.
@@ -275,6 +278,10 @@ struct BackendOptions {
   int device = 0;            // CUDA: device ordinal
   MatmulPrecision matmul_precision = MatmulPrecision::f32;
   bool fp8 = false;  // CUDA: linear_forward_fp8 runs in fp8 (e4m3, per-tensor scales); others ignore it
+  // Join the launcher's processes (mpirun, torchrun: backend/parallel/launch.h) as one data-parallel
+  // job. Only training does (create_recipe_backend); an evaluator or a sampler is one process even
+  // when started inside such a job, e.g. as `clocktrain run`'s child.
+  bool data_parallel = false;
 };
 
 // Creates a backend by name; a clear error when it is not built in or cannot start.

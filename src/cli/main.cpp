@@ -3,8 +3,25 @@
 #include <cstdio>
 #include <exception>
 
+#include "backend/parallel/process_group.h"
 #include "cli/commands.h"
 #include "util/error.h"
+
+namespace {
+
+// A data-parallel process that fails ends the whole job (MPI_Abort): the others would otherwise
+// wait in their next collective for a process that is gone.
+void stop_other_processes(int exit_code) {
+  ct::ProcessGroup* group = ct::ProcessGroup::world_if_started();
+  if (group && group->size() > 1) {
+    std::fprintf(stderr, "clocktrain: rank %d of %d failed: stopping every process of the job\n", group->rank(),
+                 group->size());
+    std::fflush(stderr);
+    group->abort(exit_code);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A file size limit (ulimit -f) then makes write() fail with EFBIG, which every writer reports as an
@@ -32,9 +49,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const ct::Error& e) {
     std::fprintf(stderr, "clocktrain: error: %s\n", e.what());
+    stop_other_processes(1);
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "clocktrain: internal error: %s\n", e.what());
+    stop_other_processes(2);
     return 2;
   }
   return 0;

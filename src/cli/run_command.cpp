@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/parallel/launch.h"
 #include "cli/commands.h"
 #include "harness/gate.h"
 #include "harness/run_pipeline.h"
@@ -54,7 +55,11 @@ void run_run(const RunArgs& a, bool budget_given) {
   o.shard_tokens = a.shard_tokens;
   o.heldout_tokens = a.heldout_tokens;
   o.progress = !a.no_progress;
-  const RunOutcome outcome = run_pipeline(o, std::cout);
+  // Data parallel (mpirun): rank 0 speaks for the job; the others train silently (errors still print).
+  std::ostream discard(nullptr);  // no buffer: every write is dropped
+  const bool rank0 = launch_environment_from_process().rank == 0;
+  const RunOutcome outcome = run_pipeline(o, rank0 ? std::cout : discard);
+  if (!outcome.speaks) return;
   std::cout << gate_summary(outcome.result);
   for (const auto& note : outcome.notes) std::cout << "note: " << note << "\n";
   std::cout << "result: " << outcome.result_path.string() << "\n";

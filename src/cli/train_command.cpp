@@ -68,15 +68,22 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   options.progress_line = !a.no_progress;
   options.stop_after_steps = a.stop_after_steps;
 
-  std::printf("clocktrain train: recipe %s (%s), %s, out %s\n", r.name.c_str(), recipe_hash(r).substr(0, 12).c_str(),
-              r.timed() ? str("budget ", r.budget_seconds, " s").c_str() : str(r.steps, " steps").c_str(),
-              options.out_dir.string().c_str());
-  std::fflush(stdout);
   const std::unique_ptr<Backend> backend = create_recipe_backend(r);
   options.backend = backend.get();
-  std::printf("%s\n", backend_start_line(*backend).c_str());
-  std::fflush(stdout);
+  // Data parallel: rank 0 speaks for the job (and alone writes the run folder); the others print
+  // only their errors.
+  const bool speaks = backend->rank() == 0;
+  if (speaks) {
+    std::printf("clocktrain train: recipe %s (%s), %s, out %s%s\n", r.name.c_str(), recipe_hash(r).substr(0, 12).c_str(),
+                r.timed() ? str("budget ", r.budget_seconds, " s").c_str() : str(r.steps, " steps").c_str(),
+                options.out_dir.string().c_str(),
+                backend->world_size() > 1 ? str(", ", backend->world_size(), " processes").c_str() : "");
+    std::printf("%s\n", backend_start_line(*backend).c_str());
+    std::fflush(stdout);
+  }
   const TrainResult result = train(options);
+  check(speaks || result.ok(), "train: ", result.error);
+  if (!speaks) return;
   std::printf("%s: %lld steps, %lld tokens, training clock %.1f s (startup %.1f s), final loss %.4f%s\n",
               result.stop_reason.c_str(), static_cast<long long>(result.steps), static_cast<long long>(result.tokens),
               result.train_clock_seconds, result.startup_seconds, result.final_loss,

@@ -1,8 +1,10 @@
 #include "harness/run_pipeline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
+#include "backend/parallel/launch.h"
 #include "harness/data_cache.h"
 #include "harness/environment.h"
 #include "harness/evaluation_step.h"
@@ -20,6 +22,7 @@
 #include "util/files.h"
 #include "util/read_guard.h"
 #include "util/sha256.h"
+#include "util/threads.h"
 
 namespace ct {
 
@@ -88,8 +91,27 @@ Training run_training(const Recipe& recipe, Backend& backend, const PreparedData
   return t;
 }
 
+// Every process of the job waits here until all have arrived (a sum of nothing).
+void wait_for_every_process(Backend& backend) {
+  std::vector<double> nothing{0.0};
+  backend.sum_over_processes(nothing);
+}
+
+// The cores that the job's processes may run on, together: the union of their affinity masks
+// (with mpirun's default binding each process sees only its own cores). Counted by CPU id, so this
+// is the machine's count when every process runs on one machine (docs/parallel.md).
+int64_t cores_of_the_job(Backend& backend) {
+  if (backend.world_size() == 1) return available_cores();
+  constexpr int kCpuIds = 4096;
+  std::vector<double> allowed(kCpuIds, 0.0);
+  for (int id : available_core_ids())
+    if (id < kCpuIds) allowed[static_cast<size_t>(id)] = 1.0;
+  backend.sum_over_processes(allowed);
+  return std::count_if(allowed.begin(), allowed.end(), [](double n) { return n > 0; });
+}
+
 TrainEvidence train_evidence(const Recipe& recipe, const Backend& backend, const Training& t, const ReadGuard& guard,
-                             std::optional<int64_t> logged_nonfinite) {
+                             std::optional<int64_t> logged_nonfinite, int64_t job_cores) {
   TrainEvidence e;
   const TrainResult& r = t.result;
   // A trainer that threw reported no clock: missing evidence fails the time check (NaN is not <= anything).
@@ -99,13 +121,13 @@ TrainEvidence train_evidence(const Recipe& recipe, const Backend& backend, const
   e.startup_cap_seconds = recipe.startup_cap_seconds;
   e.nonfinite_loss_events = std::max<int64_t>(logged_nonfinite.value_or(0), r.nonfinite_steps);
   e.backend = r.backend;
+  // Data parallel: every process's threads or devices (the same count in each), against the
+  // machine's cores (the job's affinity union) or devices.
   if (r.backend == "cpu") {
-    e.threads_used = r.threads;
-    e.cores_available = r.available_cores;
+    e.threads_used = static_cast<int64_t>(r.threads) * backend.world_size();
+    e.cores_available = job_cores;
   } else if (t.returned) {
-    // The devices this process trained on (the trainer is not data-parallel yet: ranks launched side
-    // by side would each train a copy, so they count for nothing) against those the machine has.
-    e.devices_used = backend.device_count();
+    e.devices_used = static_cast<int64_t>(backend.device_count()) * backend.world_size();
     e.devices_present = backend.devices_present();
   }
   for (const auto& [name, sha] : r.shards_read) e.shards_read.push_back({name, sha});
@@ -182,9 +204,12 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   check(!o.evaluator_binary.empty(), "run: the evaluator binary was not given");
   RunOutcome out;
   out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_timestamp()) : o.out_dir;
-  for (const char* name : {kResultFileName, kMetricsFileName})
-    check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
-          ": the run folder already holds a run; choose a new --out");
+  // Data parallel: rank 0 writes the run folder (the others may start after it has begun there).
+  const bool launched_rank0 = launch_environment_from_process().rank == 0;
+  if (launched_rank0)
+    for (const char* name : {kResultFileName, kMetricsFileName})
+      check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
+            ": the run folder already holds a run; choose a new --out");
   log << "run: " << recipe.name << ", round " << o.round << ", " << out.run_dir.string() << "\n" << std::flush;
 
   // 0. The backend, made and probed before minutes go into data: a machine that cannot run the
@@ -195,9 +220,14 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     backend = create_recipe_backend(recipe);
     backend_line = backend_start_line(*backend);
   } catch (const std::exception& e) {
-    record_failed_start(o, recipe, rules, out, e.what());
+    if (launched_rank0) record_failed_start(o, recipe, rules, out, e.what());
+    throw;
   }
   log << backend_line << "\n" << std::flush;
+  // Data parallel (docs/parallel.md): rank 0 prepares the data while the others wait, then they
+  // reuse its cache; every process trains; rank 0 alone evaluates and writes.
+  const bool writer = backend->rank() == 0;
+  if (!writer) wait_for_every_process(*backend);
 
   // 1. Data.
   DataCacheSettings cache;
@@ -209,6 +239,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   cache.threads = recipe.threads;
   cache.progress = o.progress;
   const PreparedData prepared = ensure_prepared_data(cache, log);
+  if (writer && backend->world_size() > 1) wait_for_every_process(*backend);
   try {
     const std::string now = manifest_file_sha256(prepared.dir);
     if (now != prepared.pinned_manifest_sha256)
@@ -218,8 +249,10 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     out.notes.push_back(e.what());
   }
 
-  ensure_directory(out.run_dir);
-  write_file_atomic(out.run_dir / kRecipeCopyFileName, recipe_text);
+  if (writer) {
+    ensure_directory(out.run_dir);
+    write_file_atomic(out.run_dir / kRecipeCopyFileName, recipe_text);
+  }
 
   // 2. Training, every file it opens admitted by the guard.
   ReadGuard guard;
@@ -228,6 +261,13 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     guard.forbid(prepared.dir / s.name, "a shard of the pinned validation set");
   const Training training = run_training(recipe, *backend, prepared, out.run_dir, o.progress, guard, log);
   if (!training.error.empty()) out.notes.push_back("training: " + training.error);
+  const int64_t job_cores = cores_of_the_job(*backend);  // a collective: every process, before the others leave
+  if (!writer) {
+    check(training.error.empty(), "training (rank ", backend->rank(), "): ", training.error);
+    out.speaks = false;
+    out.run_dir.clear();
+    return out;
+  }
 
   // The checkpoint as saved, hashed before anything else can touch it.
   const fs::path checkpoint = out.run_dir / "checkpoint";
@@ -244,7 +284,8 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     step.data_dir = o.data_dir;
     step.out_dir = out.run_dir / "eval";
     step.backend = recipe.backend;
-    step.threads = recipe.threads;
+    // data parallel: the other processes have finished, so the evaluator may use their threads too
+    step.threads = recipe.threads > 0 ? recipe.threads * backend->world_size() : 0;
     step.core = core;
     step.core_max_per_task = o.core_max_per_task;
     step.core_timeout_seconds = o.round == 2 ? o.core_timeout_seconds : 0.0;
@@ -267,7 +308,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       out.notes.push_back(e.what());
     }
   }
-  const TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite);
+  const TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite, job_cores);
   const DataPins pins = data_pins(prepared, guard);
 
   RunResult& r = out.result;

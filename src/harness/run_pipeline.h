@@ -46,6 +46,9 @@ struct RunPipelineOptions {
 };
 
 struct RunOutcome {
+  // false on the data-parallel processes other than rank 0: they train and return; rank 0 evaluates
+  // and writes every record (result, run_dir and the paths are then empty).
+  bool speaks = true;
   RunResult result;
   std::filesystem::path run_dir, result_path, report_path;
   std::vector<std::string> notes;  // what went wrong along the way (also in result.json's notes)

@@ -220,7 +220,12 @@ void GPT::last_losses(float* out) {
 
 // ---- backward -----------------------------------------------------------------------------------
 
-void GPT::backward(double loss_scale) {
+size_t GPT::first_parameter_of_layer(int64_t layer) const {
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  return static_cast<size_t>((p.c_q ? p.c_q : p.c_fc) - params_.data());
+}
+
+void GPT::backward(double loss_scale, const GradientsReady& ready) {
   check(backward_ready_, "GPT::backward: needs a forward() first (each forward supports one backward)");
   backward_ready_ = false;
   Activations& acts = *train_acts_;
@@ -238,6 +243,7 @@ void GPT::backward(double loss_scale) {
   // lm_head: dW[:V] += scale dlogits^T xf;  d xf = scale dlogits W[:V]
   be.gemm(dlogits, view(acts.xf, {N, C}), lm_head_->grad.tensor().rows(0, V), true, false, head_scale, 1.0);
   const Tensor dxf = view(acts.d_width, {N, C});
+  if (ready) ready(static_cast<size_t>(lm_head_ - params_.data()));
   be.gemm(dlogits, head_weight(), dxf, false, false, head_scale, 0.0);
   const Tensor d_resid = view(acts.d_resid, {N, C});
   be.fill(d_resid, 0.0);
@@ -245,12 +251,14 @@ void GPT::backward(double loss_scale) {
   for (int64_t l = config_.n_layer - 1; l >= 0; --l) {
     mlp_backward(l, N);
     if (config_.has_attention(l)) attention_backward(l, B, T);
+    if (ready) ready(first_parameter_of_layer(l));
   }
   // through the first rmsnorm into the embedding rows
   const Tensor d_embedded = view(acts.embedded, {N, C});
   be.fill(d_embedded, 0.0);
   be.rmsnorm_backward(d_embedded, d_resid, view(acts.resid0, {N, C}), view(acts.rstd0, {N}));
   be.embedding_backward(wte_->grad, d_embedded, view(acts.tokens, {N}));
+  if (ready) ready(static_cast<size_t>(wte_ - params_.data()));
 }
 
 // d_resid as the A operand of a branch's first backward matmuls: itself, or (mixed precision) a copy

@@ -24,6 +24,7 @@
 // The residual stream, norms' statistics, losses, weight gradients, master weights and optimizer
 // state stay f32; matmuls accumulate in f32.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,7 +83,12 @@ class GPT {
                          bool accumulate);
   // grads += loss_scale * d(mean loss of the last forward) / d(params). For gradient accumulation over
   // k micro-batches pass 1/k (nanochat's loss / grad_accum_steps).
-  void backward(double loss_scale = 1.0);
+  // `ready(first)`, when given, is called as soon as the gradients of parameters()[first..] are
+  // final for this pass, in the order backward finishes them (lm_head, the last layer, ..., the first
+  // layer, wte: parameters() in reverse): a data-parallel step starts reducing them there, while
+  // the rest of the pass runs (train/train_step.h).
+  using GradientsReady = std::function<void(size_t first)>;
+  void backward(double loss_scale = 1.0, const GradientsReady& ready = {});
   // Per-position losses of the last forward() (host, f32, B*T values; 0 where targets < 0).
   void last_losses(float* out);
 
@@ -127,6 +133,7 @@ class GPT {
   Tensor residual_gradient_operand(Activations& acts, int64_t N);
   void mlp_backward(int64_t layer, int64_t N);
   Tensor head_weight() const;  // lm_head rows [0, vocab_size), as a matmul operand
+  size_t first_parameter_of_layer(int64_t layer) const;  // its index in params_ (state-dict order)
 
   Backend* backend_;
   ModelConfig config_;

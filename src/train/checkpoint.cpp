@@ -164,6 +164,7 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     writer.set_metadata("loader_state", contents.loader_state.dump());
     writer.set_metadata("recipe", contents.recipe.dump());
     writer.set_metadata("recipe_sha256", contents.recipe_sha256);
+    writer.set_metadata("world_size", std::to_string(contents.world_size));
     writer.write(staged / kTrainingStateFile);
     fsync_path(staged);
     fault_point("checkpoint.staged");
@@ -216,6 +217,10 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   out.loader_state = parse_json(file, "loader_state");
   out.recipe = parse_json(file, "recipe");
   out.recipe_sha256 = file.metadata_value("recipe_sha256");
+  // absent in checkpoints written before data-parallel training: one process
+  out.world_size = file.metadata().count("world_size") ? static_cast<int>(counter("world_size")) : 1;
+  check(out.world_size >= 1, state_path.string(), ": __metadata__ field 'world_size': expected >= 1, got ",
+        out.world_size);
 
   load_model_weights(model, dir / kModelWeightsFile);
   std::vector<float> host;

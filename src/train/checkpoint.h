@@ -34,6 +34,7 @@ struct CheckpointContents {
   Json loader_state;                // the data loader's position (data/loader.h to_json)
   Json recipe;                      // the resolved recipe (train/recipe.h to_json)
   std::string recipe_sha256;
+  int world_size = 1;               // the processes that trained it (a resume needs as many: data/loader.h)
 };
 
 // Writes model + config + tokenizer files (copied from tokenizer_dir, when not empty) + the training

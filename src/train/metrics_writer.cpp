@@ -11,6 +11,7 @@
 namespace ct {
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step) : path_(path) {
+  if (path.empty()) return;  // a data-parallel process other than rank 0: writes nothing
   if (keep_through_step >= 0 && std::filesystem::exists(path)) {
     std::istringstream in(read_file(path));
     std::string line, kept;
@@ -39,6 +40,7 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const OrderedJson& row) {
+  if (!file_) return;
   const std::string line = row.dump() + "\n";
   // The crash tests kill the process with half a line on disk (the resumed run drops it).
   const size_t half = line.size() / 2;

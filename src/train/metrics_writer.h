@@ -15,6 +15,7 @@ class MetricsWriter {
  public:
   // Opens for appending. When keep_through_step >= 0 (a resumed run), lines of steps after it are
   // dropped first (atomically), so the log continues the checkpoint's run without duplicates.
+  // An empty path writes nothing (the data-parallel processes other than rank 0).
   MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step = -1);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;

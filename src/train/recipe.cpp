@@ -304,6 +304,7 @@ std::unique_ptr<Backend> create_recipe_backend(const Recipe& r) {
   options.threads = r.threads;
   options.matmul_precision = r.matmul_precision;
   options.fp8 = r.fp8;
+  options.data_parallel = true;  // training: the launcher's processes train together
   try {
     return create_backend(options);
   } catch (const Error& e) {

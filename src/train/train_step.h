@@ -9,6 +9,17 @@
 // heuristics, kernel set-up; RegionSchedule), replayed on every later one with that step's tokens,
 // learning rate and momentum. Backends without graphs run the same calls eagerly (the CPU backend's results are
 // the same as calling forward / check_gradients / step directly).
+//
+// Data parallel (backend.world_size() = W > 1; docs/parallel.md): each process runs its own
+// micro-batches (the loader gives rank r the r-th of every W consecutive ones of the step), scaled
+// 1/(its micro-batches); the gradients are summed over the processes and scaled 1/W by
+// Backend::all_reduce_begin in buckets of kBucketBytes, each begun during the last micro-batch's
+// backward pass as soon as its parameters' gradients are final (GPT::backward's `ready`), so the
+// reduction overlaps the rest of the pass; all_reduce_end comes before the gradient check. The
+// micro-batch losses are then gathered (Backend::sum_over_processes), so every process sees the
+// step's M losses in the order one process would have run them, and the same gradients: every
+// process applies the same update. With one micro-batch per process and W = 2 the gradients are
+// bitwise those of one process running both (a + b, and powers-of-two scales, commute with rounding).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,13 +45,37 @@ class RegionSchedule {
 };
 
 struct StepMeasurement {
-  std::vector<double> micro_losses;  // mean loss of each micro-batch (0 when it had no target >= 0)
+  // Mean loss of each micro-batch of the step, over every process (0 when it had no target >= 0):
+  // micro_steps x world_size of them, in the order one process would run them.
+  std::vector<double> micro_losses;
   GradientCheck gradients;
+  // Data parallel: seconds this process waited for the gradient reduction after its backward pass
+  // (the part the pass did not hide) and for the losses' gathering; 0 with one process.
+  double reduction_wait_seconds = 0.0;
+};
+
+// The gradient buckets of a data-parallel step: parameters in the order backward finishes them
+// (reverse index order), grouped by plan_buckets (backend/parallel/shard_plan.h).
+class GradientBuckets {
+ public:
+  GradientBuckets(const std::vector<int64_t>& param_bytes, int64_t bucket_bytes);
+  void reset() { next_ = 0; }  // a new backward pass
+  // The buckets that became complete now that the parameters from index `first` on are final (and
+  // were not returned before): each bucket's parameter indices, in the order backward finishes them.
+  std::vector<std::vector<int>> complete_from(size_t first);
+  size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  std::vector<std::vector<int>> buckets_;
+  size_t next_ = 0;  // buckets returned so far
 };
 
 class TrainStep {
  public:
-  // Micro-batches of `rows` sequences of `seq_len` tokens, `micro_steps` of them per step.
+  // Gradient reductions are begun in buckets of about this many bytes (PyTorch DDP's 25 MB).
+  static constexpr int64_t kBucketBytes = int64_t{25} << 20;
+
+  // Micro-batches of `rows` sequences of `seq_len` tokens, `micro_steps` of them per step and process.
   TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int64_t rows, int64_t seq_len, bool graphs);
 
   // next_batch(inputs, targets) fills one micro-batch (rows * seq_len ids each); it is called
@@ -60,6 +95,7 @@ class TrainStep {
   bool graphs_;
   RegionSchedule schedule_;
   std::vector<std::vector<int32_t>> inputs_, targets_;
+  GradientBuckets buckets_;
 };
 
 }  // namespace ct

@@ -22,7 +22,9 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/progress.h"
+#include "util/sha256.h"
 #include "util/threads.h"
+#include "clocktrain_version.h"
 
 namespace ct {
 
@@ -92,12 +94,19 @@ class Run {
 
  private:
   void set_up();
+  // Data parallel: every process must run the same recipe, binary and data (an error on every rank).
+  void check_processes_agree();
+  // values as rank 0 has them, on every process (the step time, the startup time, the stop signal):
+  // what the processes decide from a clock must be decided once, or they part ways.
+  std::vector<double> as_rank0_has_them(std::vector<double> values) const;
+  bool writer() const { return rank_ == 0; }  // rank 0 alone writes the run folder
   void resume();
   // One optimizer step; returns false when the run must stop (result_.error set).
   bool step();
   double heldout_loss();
   void save_checkpoint();
-  void write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock);
+  void write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock,
+                       double reduction_wait_seconds);
   void show_progress(double loss);
   double progress() const;
   bool budget_allows_next_step() const;
@@ -108,6 +117,7 @@ class Run {
   Stopwatch startup_watch_;
   std::unique_ptr<Backend> owned_backend_;  // when TrainOptions::backend is null
   Backend* backend_ = nullptr;
+  int world_ = 1, rank_ = 0;  // data-parallel processes (backend.h), this one
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TrainStep> train_step_;
@@ -150,6 +160,15 @@ void Run::set_up() {
   result_.matmul_precision_reason = backend_->matmul_precision_reason();
   result_.peak_flops = backend_->peak_flops();
   result_.matmul_ceiling_flops = backend_->matmul_ceiling_flops();
+  world_ = backend_->world_size();
+  rank_ = backend_->rank();
+  result_.world_size = world_;
+  // The job's ceilings: every process's (the tokens per second are the job's too)
+  result_.peak_flops *= world_;
+  result_.matmul_ceiling_flops *= world_;
+  check(r.micro_steps() % world_ == 0, r.source_path, ": a step of ", r.micro_steps(), " micro-batches of ",
+        r.micro_batch_rows, " rows (tokens_per_step / (micro_batch_rows x sequence_len)) does not divide among ",
+        world_, " processes: make the micro-batches a multiple of ", world_);
 
   // The data: the manifest must describe tokens of this recipe's vocabulary.
   check(fs::exists(options_.data_dir / kManifestFileName), (options_.data_dir / kManifestFileName).string(),
@@ -166,11 +185,12 @@ void Run::set_up() {
     if (options_.read_guard) options_.read_guard->admit(tokenizer_dir_ / name);  // copied into each checkpoint
   }
   const int64_t T = r.model.sequence_len;
-  loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed, 0, 1,
+  loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed, rank_, world_,
                                           options_.read_guard);
   result_.manifest_sha256 = loader_->manifest_sha256();
+  check_processes_agree();
   const bool eval_enabled = r.eval_tokens > 0 && (r.eval_every_steps > 0 || r.eval_every_seconds > 0);
-  if (eval_enabled && manifest.tokens_of("heldout") > 0) {
+  if (eval_enabled && manifest.tokens_of("heldout") > 0 && writer()) {  // rank 0's (heldout_loss)
     const int64_t rows = std::min(r.micro_batch_rows, r.eval_tokens / T);
     heldout_ = std::make_unique<TokenLoader>(options_.data_dir, "heldout", rows, T, /*seed=*/0, 0, 1,
                                              options_.read_guard);
@@ -179,21 +199,24 @@ void Run::set_up() {
 
   model_ = std::make_unique<GPT>(*backend_, r.model);  // f32; matmul operands per backend.matmul_precision (gpt.h)
   optimizer_ = std::make_unique<Optimizer>(*model_, r.optimizer);
-  train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, r.micro_steps(), r.micro_batch_rows,
+  train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, r.micro_steps() / world_, r.micro_batch_rows,
                                             r.model.sequence_len, r.graphs);
   result_.parameters = model_->parameter_count();
   result_.flops_per_token = r.model.flops_per_token();
-  ensure_directory(options_.out_dir);
   if (options_.resume_dir.empty()) {
+    // rank 0's finding, on every process (it alone writes there, and may already have begun)
     for (const char* name : {"metrics.jsonl", "checkpoint"})
-      check(!fs::exists(options_.out_dir / name), (options_.out_dir / name).string(),
+      check(as_rank0_has_them({fs::exists(options_.out_dir / name) ? 1.0 : 0.0})[0] == 0.0,
+            (options_.out_dir / name).string(),
             ": the run folder already holds a run; choose a new --out, or --resume its checkpoint");
-    model_->initialize(r.seed);
-    log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl");
+    model_->initialize(r.seed);  // the same seed on every process: the same weights
+    if (writer()) ensure_directory(options_.out_dir);
+    log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path());
     log_->event(0, 0.0, "start",
                 str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
                     " parameters, matmuls ", result_.matmul_precision_reason, ", ", result_.device_description,
-                    ", ", result_.threads, " threads"));
+                    ", ", result_.threads, " threads",
+                    world_ > 1 ? str(" in each of ", world_, " processes") : std::string()));
   } else {
     resume();
   }
@@ -202,12 +225,48 @@ void Run::set_up() {
   next_eval_clock_ = progress_.clock_seconds + r.eval_every_seconds;
 }
 
+void Run::check_processes_agree() {
+  if (world_ == 1) return;
+  // 64 bits of a hash of what must be equal, as two 32-bit halves (exact in doubles), in this
+  // process's two slots; the sum gives every process every fingerprint.
+  const std::string what = str(result_.recipe_sha256, " ", kVersion, " ", loader_->manifest_sha256());
+  const std::string hash = sha256_hex(what);
+  const uint64_t bits = std::stoull(hash.substr(0, 16), nullptr, 16);
+  std::vector<double> fingerprints(static_cast<size_t>(2 * world_), 0.0);
+  fingerprints[static_cast<size_t>(2 * rank_)] = static_cast<double>(bits >> 32);
+  fingerprints[static_cast<size_t>(2 * rank_ + 1)] = static_cast<double>(bits & 0xffffffffu);
+  backend_->sum_over_processes(fingerprints);
+  std::string differ;
+  for (int p = 1; p < world_; ++p)
+    if (fingerprints[static_cast<size_t>(2 * p)] != fingerprints[0] ||
+        fingerprints[static_cast<size_t>(2 * p + 1)] != fingerprints[1])
+      differ += str(differ.empty() ? "" : ", ", p);
+  check(differ.empty(), "data parallel: process(es) ", differ, " of ", world_,
+        " run another recipe, clocktrain version or data folder than rank 0 (compared: the resolved recipe's "
+        "sha256, the version ", kVersion, " and the data manifest's sha256); start every process with the same "
+        "binary, recipe and --data");
+}
+
+std::vector<double> Run::as_rank0_has_them(std::vector<double> values) const {
+  if (world_ == 1) return values;
+  if (rank_ != 0) std::fill(values.begin(), values.end(), 0.0);
+  backend_->sum_over_processes(values);  // 0 + x = x
+  return values;
+}
+
 void Run::resume() {
-  recover_checkpoint_directory(options_.resume_dir);  // after a crash in a checkpoint write
+  if (writer()) {
+    ensure_directory(options_.out_dir);                // a resume may continue into a new run folder
+    recover_checkpoint_directory(options_.resume_dir);  // after a crash in a checkpoint write
+  }
+  as_rank0_has_them({0.0});  // data parallel: the others read the checkpoint once rank 0 has repaired it
   CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
+  check(c.world_size == world_, options_.resume_dir.string(), ": the checkpoint was trained by ", c.world_size,
+        " process(es) and this run has ", world_, ": resume it with ", c.world_size,
+        " (the data loader's position counts every process's rows)");
   loader_->restore(loader_state_from_json(c.loader_state));
   progress_ = c.progress;
-  log_ = std::make_unique<MetricsWriter>(options_.out_dir / "metrics.jsonl", progress_.step);
+  log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path(), progress_.step);
   std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
                            fixed(progress_.clock_seconds, 1), " s");
   if (c.recipe_sha256 != result_.recipe_sha256)
@@ -253,7 +312,8 @@ bool Run::step() {
               " tensors in all)");
   if (bad.empty()) train_step_->apply(lr, grads.norm);
   backend_->synchronize();
-  const double step_seconds = watch.seconds();
+  // rank 0's time on every process: the budget check and the schedule's progress depend on it
+  const double step_seconds = as_rank0_has_them({watch.seconds()})[0];
 
   progress_.step = step_number;
   progress_.tokens += r.tokens_per_step;
@@ -266,7 +326,7 @@ bool Run::step() {
   last_tokens_per_second_ = static_cast<double>(r.tokens_per_step) / step_seconds;
   result_.final_loss = loss;
   result_.final_lr_factor = lr;
-  write_train_row(loss, lr, grads.norm, step_seconds, in_clock);
+  write_train_row(loss, lr, grads.norm, step_seconds, in_clock, measured.reduction_wait_seconds);
 
   if (!bad.empty()) {
     ++progress_.nonfinite_steps;
@@ -282,7 +342,7 @@ bool Run::step() {
 
   // The clock starts once the startup steps are done (or at once when there are none).
   if (!clock_running_ && steps_this_session_ >= r.startup_steps) {
-    const double startup = startup_watch_.seconds();
+    const double startup = as_rank0_has_them({startup_watch_.seconds()})[0];
     progress_.startup_seconds += startup;
     if (startup > r.startup_cap_seconds) {
       const std::string message = str("startup took ", fixed(startup, 1), " s, over the cap of ",
@@ -300,7 +360,8 @@ bool Run::step() {
   return true;
 }
 
-void Run::write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock) {
+void Run::write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock,
+                          double reduction_wait_seconds) {
   const double flops_per_second = result_.flops_per_token * last_tokens_per_second_;
   OrderedJson row{{"kind", "train"},
                   {"step", progress_.step},
@@ -317,11 +378,12 @@ void Run::write_train_row(double loss, double lr, double grad_norm, double step_
                                             : Json(nullptr)},
                   {"step_seconds", step_seconds},
                   {"in_clock", in_clock}};
+  if (world_ > 1) row["reduction_wait_seconds"] = reduction_wait_seconds;  // rank 0's (train_step.h)
   log_->write(row);
 }
 
 void Run::show_progress(double loss) {
-  if (!options_.progress_line || !progress_line_.enabled()) return;
+  if (!options_.progress_line || !progress_line_.enabled() || !writer()) return;
   const Recipe& r = recipe_;
   std::string text = str("step ", progress_.step);
   double left;
@@ -374,11 +436,14 @@ double Run::heldout_loss() {
 
 void Run::save_checkpoint() {
   const fs::path dir = options_.out_dir / "checkpoint";
+  result_.checkpoint_dir = dir;
+  if (!writer()) return;  // every process holds the same weights and optimizer state
   CheckpointContents contents;
   contents.progress = progress_;
   contents.loader_state = to_json(loader_->state());
   contents.recipe = to_json(recipe_);
   contents.recipe_sha256 = result_.recipe_sha256;
+  contents.world_size = world_;
   try {
     save_training_checkpoint(dir, *model_, *optimizer_, contents, tokenizer_dir_);
   } catch (const Error& e) {
@@ -391,7 +456,6 @@ void Run::save_checkpoint() {
     }
     throw Error(message);
   }
-  result_.checkpoint_dir = dir;
   last_checkpoint_wall_ = monotonic_seconds();
   log_->event(progress_.step, progress_.clock_seconds, "checkpoint", dir.string());
 }
@@ -408,7 +472,16 @@ TrainResult Run::execute() {
                 str("startup ", fixed(startup_watch_.seconds(), 1), " s"));
   }
   while (true) {
-    if (const int signo = signals.received()) {
+    // What this loop decides from signals and clocks is decided on rank 0's view (or any process's
+    // signal), so that every process takes the same number of steps.
+    std::vector<double> view{static_cast<double>(signals.received()), startup_watch_.seconds()};
+    if (world_ > 1) {
+      if (rank_ != 0) view[1] = 0.0;
+      backend_->sum_over_processes(view);
+    }
+    const int any_signal = view[0] > 0 ? (signals.received() ? signals.received() : SIGTERM) : 0;
+    const double startup_elapsed = view[1];
+    if (const int signo = any_signal) {
       result_.stop_signal = signo;
       result_.stop_reason = "signal";
       log_->event(progress_.step, progress_.clock_seconds, "signal",
@@ -428,8 +501,8 @@ TrainResult Run::execute() {
       result_.stop_reason = "stop_after_steps";
       break;
     }
-    if (!clock_running_ && startup_watch_.seconds() > r.startup_cap_seconds) {
-      progress_.startup_seconds += startup_watch_.seconds();  // the evidence of the time check
+    if (!clock_running_ && startup_elapsed > r.startup_cap_seconds) {
+      progress_.startup_seconds += startup_elapsed;  // the evidence of the time check
       result_.error = str("startup passed the cap of ", fixed(r.startup_cap_seconds, 1),
                           " s before the clock started (run.startup_cap_seconds)");
       result_.stop_reason = "startup_cap";
@@ -461,7 +534,7 @@ TrainResult Run::execute() {
   result_.startup_seconds = progress_.startup_seconds;
   result_.nonfinite_steps = progress_.nonfinite_steps;
   result_.shards_read = loader_->shards_read();
-  write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
+  if (writer()) write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
   return result_;
 }
 
@@ -495,6 +568,7 @@ Json to_json(const TrainResult& r) {
                 {"description", r.device_description},
                 {"threads", r.threads},
                 {"available_cores", r.available_cores},
+                {"world_size", r.world_size},
                 {"matmul_precision", r.matmul_precision},
                 {"matmul_precision_reason", r.matmul_precision_reason},
                 {"peak_flops", r.peak_flops},

@@ -16,6 +16,11 @@
 // - SIGINT or SIGTERM stops the run before the next step, with a final checkpoint and the summary
 //   (stop_reason "signal"); checkpoints are written every recipe.checkpoint_every_minutes and at the end.
 //
+// - Data parallel (the backend's world_size() > 1, docs/parallel.md): every process runs this with
+//   the same recipe and data; each trains its share of every step's rows (train/train_step.h), the
+//   processes agree on rank 0's clock, and rank 0 alone writes the run folder and runs the held-out
+//   loss (the weights are the same on every process). A resume needs the checkpoint's process count.
+//
 // Writes into out_dir: metrics.jsonl (docs/run-records.md), checkpoint/ (model + resumable training
 // state, train/checkpoint.h), train_summary.json (to_json(TrainResult)).
 #include <cstdint>
@@ -72,10 +77,11 @@ struct TrainResult {
   std::string manifest_sha256;
   std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256
   std::string backend, device_description;
-  int threads = 0, available_cores = 0;
+  int threads = 0, available_cores = 0;  // threads per process
+  int world_size = 1;                      // data-parallel processes (rank 0 writes the run folder)
   std::string matmul_precision, matmul_precision_reason;  // as the backend resolved them ("bf16", "auto: ...")
-  double peak_flops = 0.0;            // the device's theoretical peak (MFU's ceiling)
-  double matmul_ceiling_flops = 0.0;  // the backend's measured matmul rate (0 when not measured)
+  double peak_flops = 0.0;            // the device's theoretical peak (MFU's ceiling), x world_size
+  double matmul_ceiling_flops = 0.0;  // the backend's measured matmul rate (0 when not measured), x world_size
   bool ok() const { return error.empty(); }
 };
 

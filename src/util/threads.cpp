@@ -15,6 +15,16 @@ int available_cores() {
   return 1;
 }
 
+std::vector<int> available_core_ids() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> ids;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) ids.push_back(cpu);
+  return ids;
+}
+
 int set_thread_count(int threads) {
   int n = threads > 0 ? threads : available_cores();
   omp_set_num_threads(n);

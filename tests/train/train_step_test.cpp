@@ -1,7 +1,7 @@
 // The graph-region schedule of TrainStep (train_step.h): every region's first call runs eagerly,
 // whichever region ran before it (issue 24: the optimizer's first call used to be recorded, because it
 // read the step count that forward_backward had already advanced, so cuBLASLt's heuristics and a
-// cudaMalloc would have run under stream capture).
+// cudaMalloc would have run under stream capture). And the gradient buckets of a data-parallel step.
 #include "train/train_step.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +19,21 @@ TEST(RegionSchedule, EveryRegionsFirstCallRunsEagerly) {
   EXPECT_TRUE(schedule.record("forward_backward"));
   EXPECT_TRUE(schedule.record("optimizer"));
   EXPECT_FALSE(schedule.record("a_new_region"));      // any region's first call
+}
+
+// The data-parallel step's buckets: parameters in the order backward finishes them (reverse index
+// order), a bucket handed out once all of its parameters are final, each bucket once per pass.
+TEST(GradientBuckets, EachBucketStartsWhenItsLastParameterIsFinal) {
+  // bytes of parameters 0..4 (0 = wte, 4 = lm_head); buckets of <= 100 bytes in ready order 4,3,2,1,0
+  GradientBuckets buckets({60, 30, 30, 50, 120}, 100);
+  ASSERT_EQ(buckets.bucket_count(), 3u);            // {4} (over the size alone), {3, 2}, {1, 0}
+  EXPECT_EQ(buckets.complete_from(4), (std::vector<std::vector<int>>{{4}}));
+  EXPECT_TRUE(buckets.complete_from(3).empty());   // {3, 2} waits for 2
+  EXPECT_EQ(buckets.complete_from(1), (std::vector<std::vector<int>>{{3, 2}}));  // 1 final, 0 not yet
+  EXPECT_EQ(buckets.complete_from(0), (std::vector<std::vector<int>>{{1, 0}}));
+  EXPECT_TRUE(buckets.complete_from(0).empty());   // nothing twice
+  buckets.reset();                                 // the next step's pass
+  EXPECT_EQ(buckets.complete_from(0).size(), 3u);  // everything final at once: every bucket, in order
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/onednn_matmul.h"
+#include "backend/parallel/launch.h"
 #include "util/threads.h"
 
 namespace ct {
@@ -60,6 +61,18 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
       break;
   }
   peak_ = cpu_theoretical_peak(threads_);
+  // Several processes: mpirun's (process_group.h). Other launchers' variables mean GPU processes
+  // that meet through NCCL (launch.h); CPU processes cannot, so that is an error, not one process
+  // training alone on every rank's rows.
+  const LaunchEnvironment launch = options.data_parallel ? launch_environment_from_process() : LaunchEnvironment();
+  if (launch.distributed()) {
+    check(launch.launcher == "mpirun", "cpu backend: ", launch.world_size, " processes launched by ", launch.launcher,
+          ": CPU processes train together only under mpirun (`mpirun -np N clocktrain ...`, docs/parallel.md)");
+    group_ = &ProcessGroup::world();
+    check(group_->size() == launch.world_size && group_->rank() == launch.rank, "cpu backend: MPI says rank ",
+          group_->rank(), " of ", group_->size(), ", the launcher's variables say ", launch.rank, " of ",
+          launch.world_size);
+  }
 }
 
 std::string CpuBackend::device_description() const {
@@ -75,6 +88,7 @@ std::string CpuBackend::device_description() const {
                        amx_status(), "; bf16 attention: ",
                        bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
   description += "; peak " + peak_.describe(matmul_bf16_);
+  if (group_) description += str("; rank ", group_->rank(), " of ", group_->size(), " (", group_->library_version(), ")");
   return description;
 }
 

@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_peak.h"
 #include "backend/cpu/gemm_library.h"
+#include "backend/parallel/process_group.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -78,7 +79,16 @@ class CpuBackend final : public Backend {
   void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps, double a,
                           double b, double c) override;
 
+  // Data parallel over Open MPI (cpu_parallel.cpp; backend/parallel/process_group.h).
+  int world_size() const override { return group_ ? group_->size() : 1; }
+  int rank() const override { return group_ ? group_->rank() : 0; }
+  void all_reduce_begin(const std::vector<Tensor>& tensors, double factor) override;
+  void all_reduce_end() override;
+  void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots) override;
+  void sum_over_processes(std::vector<double>& values) override;
+
  private:
+  ProcessGroup* group_ = nullptr;  // null: one process
   int threads_ = 1;
   GemmLibrary gemm_library_ = GemmLibrary::openblas;
   bool matmul_bf16_ = false;  // matmul_precision bf16: the model stores matmul operands in bf16

@@ -42,7 +42,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
                                  ? "auto: bf16, the GPU's tensor cores take bf16 operands"
                                  : str(matmul_precision_name(options.matmul_precision), ": as asked");
   fp8_ = options.fp8;
-  const LaunchEnvironment env = launch_environment_from_process();
+  const LaunchEnvironment env = options.data_parallel ? launch_environment_from_process() : LaunchEnvironment();
   world_size_ = env.world_size;
   rank_ = env.rank;
 

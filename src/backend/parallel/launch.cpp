@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/parallel/process_group.h"
 #include "util/error.h"
 
 namespace ct {
@@ -78,12 +79,15 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
   }
   if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
     env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
-  if (env.distributed())
+  // Under mpirun with MPI in the build, NCCL's id travels by MPI_Bcast (rendezvous.h).
+  if (env.distributed() && !env.id_travels_by_mpi())
     check(!env.id_file.empty() || (!env.master_addr.empty() && env.master_port > 0), "launch environment: ",
           env.world_size, " processes (", env.launcher,
           ") need CLOCKTRAIN_NCCL_ID_FILE or MASTER_ADDR and MASTER_PORT to share NCCL's id");
   return env;
 }
+
+bool LaunchEnvironment::id_travels_by_mpi() const { return launcher == "mpirun" && ProcessGroup::available(); }
 
 LaunchEnvironment launch_environment_from_process() {
   return launch_environment([](const char* name) -> const char* {

@@ -4,9 +4,11 @@
 //   torchrun-style:  RANK, WORLD_SIZE, LOCAL_RANK (and MASTER_ADDR, MASTER_PORT)
 //   Open MPI:        OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
 //   Slurm (srun):    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
-// The first family present wins, in that order; none means one process. With more than one
-// process the NCCL unique id travels through CLOCKTRAIN_NCCL_ID_FILE (a fresh path on a file
-// system every process sees) or, without it, over TCP from rank 0 at MASTER_ADDR:MASTER_PORT.
+// The first family present wins, in that order; none means one process. CPU processes train
+// together under mpirun only (process_group.h). With more than one GPU process the NCCL unique id
+// travels by MPI under mpirun (when the build has MPI); otherwise through CLOCKTRAIN_NCCL_ID_FILE (a
+// fresh path on a file system every process sees) or, without it, over TCP from rank 0 at
+// MASTER_ADDR:MASTER_PORT (torchrun-style launches have no library to carry it: rendezvous.h).
 #include <functional>
 #include <string>
 
@@ -20,6 +22,7 @@ struct LaunchEnvironment {
   int master_port = 0;              // MASTER_PORT
   double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait for rank 0's id
   bool distributed() const { return world_size > 1; }
+  bool id_travels_by_mpi() const;  // mpirun, and this build has MPI
 };
 
 // Reads the variables through `lookup` (returns nullptr when unset). Errors name the variable.

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "backend/parallel/process_group.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -132,6 +133,11 @@ std::vector<uint8_t> fetch(const LaunchEnvironment& env, size_t size) {
 
 std::vector<uint8_t> exchange_id(const LaunchEnvironment& env, const std::vector<uint8_t>& id) {
   if (!env.distributed()) return id;
+  if (env.id_travels_by_mpi()) {  // mpirun: MPI already connects the processes
+    std::vector<uint8_t> bytes = id;
+    ProcessGroup::world().broadcast(bytes.data(), static_cast<int64_t>(bytes.size()), 0);
+    return bytes;
+  }
   if (!env.id_file.empty()) return exchange_by_file(env, id);
   check(!env.master_addr.empty() && env.master_port > 0,
         "rendezvous: set CLOCKTRAIN_NCCL_ID_FILE or MASTER_ADDR and MASTER_PORT");

@@ -1,0 +1,176 @@
+// Data-parallel training with real processes (mpirun, one thread each), against one process
+// training the same global batch (docs/parallel.md): the same losses, resume on the same process
+// count, a killed process stopping the job, and the start-up checks across processes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "train/train_test_support.h"
+#include "util/clock.h"
+#include "util/files.h"
+
+namespace ct {
+namespace {
+
+// recipes/<name>.toml on the byte-level vocabulary of make_test_data, with `edits` (from, to) applied.
+std::string recipe_text(const std::string& name, const std::vector<std::pair<std::string, std::string>>& edits = {}) {
+  std::string text = read_file(test::source_dir() / "recipes" / (name + ".toml"));
+  std::vector<std::pair<std::string, std::string>> all = {{"vocab_size = 8192", "vocab_size = 257"}};
+  all.insert(all.end(), edits.begin(), edits.end());
+  for (const auto& [from, to] : all) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << name << ".toml has no '" << from << "'";
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+bool have_mpirun() { return test::run_command("command -v mpirun").exit_code == 0; }
+
+// mpirun as root (CI runs as root), ranks unbound (2 cores), `n` processes; `per_rank` runs
+// through sh so that one rank can get another environment or arguments ($OMPI_COMM_WORLD_RANK).
+std::string mpirun(int n) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(n) +
+         " --oversubscribe --bind-to none ";
+}
+
+std::vector<double> train_losses(const fs::path& run) {
+  std::vector<double> losses;
+  for (const Json& row : test::rows_of_kind(test::read_metrics(run), "train")) losses.push_back(row["loss"].get<double>());
+  return losses;
+}
+
+class DataParallel : public test::TrainerFixture {
+ protected:
+  void SetUp() override {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed (Debian's openmpi-bin; scripts/install-deps.sh)";
+  }
+  // `clocktrain train RECIPE` with the suite's data, one thread, no progress line.
+  std::string train(const fs::path& recipe) const {
+    return test::clocktrain_bin() + " train " + recipe.string() + " --data " + data_.string() +
+           " --threads 1 --no-progress";
+  }
+};
+
+// Two processes with one micro-batch each against one process running both: the first step's loss
+// is the same bits (the same weights and rows); later steps differ only by rounding, because one
+// process adds its second micro-batch into the gradients inside a K-blocked GEMM (beta = 1), a
+// different association from summing two processes' gradients.
+void expect_same_training(const std::vector<double>& one, const std::vector<double>& two, double tolerance) {
+  ASSERT_EQ(one.size(), two.size());
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(one[0], two[0]) << "step 1 must be bitwise equal";
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_NEAR(two[i], one[i], tolerance * std::abs(one[i])) << "step " << i + 1;
+}
+
+TEST_F(DataParallel, TwoProcessesTrainTinyLikeOneOnTheSameGlobalBatch) {
+  test::TempDir dir;
+  for (const std::string precision : {"f32", "auto"}) {
+    SCOPED_TRACE(precision);
+    write_file_atomic(dir / "tiny.toml",
+                      recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"" + precision + "\""}}));
+    const fs::path one = dir / ("one-" + precision), two = dir / ("two-" + precision);
+    auto r = test::run_command(train(dir / "tiny.toml") + " --steps 12 --out " + one.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 12 --out " + two.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("2 processes"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("rank 0 of 2 (Open MPI"), std::string::npos) << r.output;
+    // rank 0 alone spoke and wrote: one start line, one log
+    EXPECT_EQ(r.output.find("clocktrain train:"), r.output.rfind("clocktrain train:")) << r.output;
+    // f32: the max relative difference measured was 6.4e-8; bf16 rounds products to 8 bits, and one
+    // rounding that lands the other way moves later steps by up to ~1e-4
+    expect_same_training(train_losses(one), train_losses(two), precision == "f32" ? 1e-6 : 2e-3);
+    const Json summary = read_json_file(two / "train_summary.json");
+    EXPECT_EQ(summary["device"]["world_size"], 2);
+    EXPECT_EQ(summary["tokens"], read_json_file(one / "train_summary.json")["tokens"]);
+    // the held-out loss is rank 0's, on the same rows as one process's
+    const auto eval_one = test::rows_of_kind(test::read_metrics(one), "eval");
+    const auto eval_two = test::rows_of_kind(test::read_metrics(two), "eval");
+    ASSERT_EQ(eval_one.size(), eval_two.size());
+    for (size_t i = 0; i < eval_one.size(); ++i)
+      EXPECT_NEAR(eval_two[i]["loss"].get<double>(), eval_one[i]["loss"].get<double>(),
+                  (precision == "f32" ? 1e-6 : 2e-3) * eval_one[i]["loss"].get<double>());
+  }
+}
+
+TEST_F(DataParallel, TwoProcessesTrainCpuSmallLikeOne) {
+  // cpu-small's shape (4 layers of 256, sequence 512, 4 micro-batches of 8 rows a step) in f32
+  test::TempDir dir;
+  write_file_atomic(dir / "small.toml", recipe_text("cpu-small", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}));
+  const fs::path one = dir / "one", two = dir / "two";
+  auto r = test::run_command(train(dir / "small.toml") + " --steps 2 --out " + one.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(mpirun(2) + train(dir / "small.toml") + " --steps 2 --out " + two.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> a = train_losses(one), b = train_losses(two);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  // two micro-batches per process: each process already adds two in its GEMMs, so not even step 1
+  // is the same association; the same within f32 rounding
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-6 * a[i]) << "step " << i + 1;
+}
+
+TEST_F(DataParallel, AKilledProcessStopsTheJobAndTheLastCheckpointResumesOnTwo) {
+  test::TempDir dir;
+  // a checkpoint after every step (every 0.0001 minutes)
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
+                                                             {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
+  const fs::path whole = dir / "whole", cut = dir / "cut";
+  auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  // rank 1 is killed (SIGKILL) in its 6th step's backward pass, while rank 0 waits for its gradients
+  const std::string per_rank = "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then export "
+                               "CLOCKTRAIN_KILL_AT=train_step.last_backward:6; fi; exec " +
+                               train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
+  const Stopwatch watch;
+  r = test::run_command(mpirun(2) + per_rank);
+  const double waited = watch.seconds();
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_LT(waited, 60.0) << "the job must stop, not hang";
+  // mpirun names the lost process
+  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("signal 9"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
+
+  // the last complete checkpoint continues on two processes to the uninterrupted run's losses
+  r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --resume " + (cut / "checkpoint").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(train_losses(cut), train_losses(whole));
+
+  // and not on one
+  r = test::run_command(train(dir / "tiny.toml") + " --steps 9 --resume " + (cut / "checkpoint").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("trained by 2 process(es) and this run has 1: resume it with 2"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(DataParallel, ProcessesThatDisagreeStopBeforeWritingAnything) {
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny"));
+  write_file_atomic(dir / "other.toml", recipe_text("tiny", {{"steps = 20", "steps = 21"}, {"n_embd = 64", "n_embd = 32"}}));
+  // rank 1 gets another recipe
+  const std::string per_rank = "sh -c 'recipe=" + (dir / "tiny.toml").string() +
+                               "; [ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && recipe=" + (dir / "other.toml").string() +
+                               "; exec " + test::clocktrain_bin() + " train $recipe --data " + data_.string() +
+                               " --threads 1 --no-progress --steps 2 --out " + (dir / "run").string() + "'";
+  auto r = test::run_command(mpirun(2) + per_rank);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("process(es) 1 of 2 run another recipe, clocktrain version or data folder than rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "run"));
+
+  // three processes cannot share two micro-batches
+  r = test::run_command(mpirun(3) + train(dir / "tiny.toml") + " --steps 2 --out " + (dir / "run3").string());
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a step of 2 micro-batches of 8 rows"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not divide among 3 processes"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "run3"));
+}
+
+}  // namespace
+}  // namespace ct
