@@ -8,25 +8,27 @@
 #   scripts/install-deps.sh [all]   the above and what the tests, the sanitizer build and the fuzzers
 #                                   add: the test command
 #
-# Build: libblis4-openmp is BLIS, the f32 GEMM library that competes with OpenBLAS (loaded at run
-# time, src/backend/cpu/gemm_library.h). ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with
-# its OpenCL GPU runtime) requires OpenCL, which libdnnl-dev only recommends. libopenmpi-dev and
-# openmpi-bin: Open MPI, the collectives and the launcher (mpirun) of data-parallel CPU processes.
+# Build: libcurl4-openssl-dev for `clocktrain data download`. libblis4-openmp is BLIS, the f32
+# GEMM library that competes with OpenBLAS (loaded at run time, src/backend/cpu/gemm_library.h).
+# ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with its OpenCL GPU runtime) requires
+# OpenCL, which libdnnl-dev only recommends. libopenmpi-dev and openmpi-bin: Open MPI, the
+# collectives and the launcher (mpirun) of data-parallel CPU processes.
 # Tests: the system python3 with torch, regex, yaml, jinja2, numpy and scipy as independent
 # references; sentencepiece for the tokenizer bench; clang with its runtimes (libFuzzer, ASan, UBSan)
-# and OpenMP for fuzzing and the sanitizer build; zstd for test fixtures.
+# and OpenMP for fuzzing and the sanitizer build; zstd for test fixtures; python3-venv for the
+# project's own venv with a pinned pyarrow (scripts/install-pyarrow.sh: Parquet support and its tests).
 set -euo pipefail
 set_name=${1:-all}
 build_packages=(
   build-essential cmake pkg-config git ca-certificates
   libopenblas-dev libopenblas0-openmp libblis4-openmp libdnnl-dev ocl-icd-opencl-dev
-  libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev libopenmpi-dev openmpi-bin
+  libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_packages=(
   clang libclang-rt-14-dev libomp-dev
-  python3 python3-torch python3-regex python3-yaml python3-jinja2 python3-numpy python3-scipy
+  python3 python3-venv python3-torch python3-regex python3-yaml python3-jinja2 python3-numpy python3-scipy
   sentencepiece zstd
 )
 case "$set_name" in

@@ -1,10 +1,13 @@
 // clocktrain data prepare: the training corpus and the validation documents into token shards with
-// a manifest (docs/data.md).
+// a manifest; clocktrain data download: the real datasets' Parquet shards (docs/data.md).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "cli/commands.h"
 #include "data/corpus_reader.h"
+#include "data/dataset_sources.h"
+#include "data/download.h"
 #include "data/prepare.h"
 #include "data/text_encoder.h"
 #include "data/tokenizer_training.h"
@@ -21,6 +24,7 @@ namespace {
 
 struct PrepareOptions {
   std::string data, tokenizer, out;
+  std::string text_column = PrepareSettings{}.text_column;
   int64_t shard_tokens = PrepareSettings{}.shard_tokens;
   int64_t heldout_tokens = PrepareSettings{}.heldout_tokens;
   int threads = 0;
@@ -52,7 +56,8 @@ Tokenizer obtain_tokenizer(const PrepareOptions& options, const PrepareSettings&
   Stopwatch clock;
   ProgressLine progress;
   Tokenizer tokenizer = train_tokenizer_on_corpus(list_corpus_files(settings.data_dir / "corpus"), trainer_options,
-                                                  [&](const std::string& line) { progress.update(line); });
+                                                  [&](const std::string& line) { progress.update(line); },
+                                                  settings.text_column);
   progress.finish();
   std::printf("data prepare: tokenizer trained in %.1f s (sha256 %s)\n", clock.seconds(), tokenizer.sha256().c_str());
   return tokenizer;
@@ -65,6 +70,7 @@ void run_prepare(const PrepareOptions& options) {
   settings.shard_tokens = options.shard_tokens;
   settings.heldout_tokens = options.heldout_tokens;
   settings.threads = options.threads;
+  settings.text_column = options.text_column;
   Tokenizer tokenizer = obtain_tokenizer(options, settings);
   auto encoder = tokenizer_encoder(tokenizer);
   PrepareReport report = prepare_data(settings, *encoder);
@@ -89,10 +95,42 @@ void run_prepare(const PrepareOptions& options) {
               report.manifest_sha256.c_str());
 }
 
+struct DownloadOptions {
+  std::string source, out;
+  int64_t shards = 0;
+  DownloadSettings settings;
+};
+
+void run_download(DownloadOptions options) {
+  std::vector<DownloadItem> items;
+  const auto names = dataset_names();
+  if (std::find(names.begin(), names.end(), options.source) != names.end()) {
+    check(options.shards > 0, "data download ", options.source, ": --shards N is required (how many shards, from 0)");
+    items = dataset_items(options.source, options.shards);
+  } else if (std::filesystem::is_regular_file(options.source)) {
+    check(options.shards == 0, "data download: --shards applies to a named dataset, not to a URL list");
+    items = read_url_list(options.source);
+  } else {
+    items = dataset_items(options.source, options.shards);  // the unknown-source error, with the known names
+  }
+  options.settings.out_dir = options.out;
+  Stopwatch clock;
+  const auto records = download_files(items, options.settings);
+  uint64_t fetched = 0, kept = 0, bytes = 0;
+  for (const auto& r : records) {
+    (r.skipped ? kept : fetched) += 1;
+    bytes += r.bytes;
+  }
+  std::printf("data download: %llu file(s) fetched, %llu already complete, %.1f MB in %s, %.1f s\n",
+              static_cast<unsigned long long>(fetched), static_cast<unsigned long long>(kept),
+              static_cast<double>(bytes) / 1e6, options.out.c_str(), clock.seconds());
+  std::printf("  manifest %s\n", (std::filesystem::path(options.out) / kDownloadManifestName).c_str());
+}
+
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  auto* data = app.add_subcommand("data", "Prepare token shards from the corpus (docs/data.md)");
+  auto* data = app.add_subcommand("data", "Download datasets and prepare token shards from the corpus (docs/data.md)");
   data->require_subcommand(1);
   auto options = std::make_shared<PrepareOptions>();
   auto* prepare = data->add_subcommand("prepare", "Tokenize the corpus into train / heldout / val shards + manifest");
@@ -104,11 +142,35 @@ void add_data_command(CLI::App& app) {
   prepare->add_option("--heldout-tokens", options->heldout_tokens,
                       "Tokens of whole training documents held out for the trainer's loss (0: none)")
       ->capture_default_str();
+  prepare->add_option("--text-column", options->text_column, "The text column of Parquet corpus files")
+      ->capture_default_str();
   prepare->add_option("--threads", options->threads, "Encoding threads (0: every core)")->capture_default_str();
   prepare->add_option("--vocab-size", options->vocab_size,
                       "Vocabulary size of the tokenizer trained when none exists (see --tokenizer)")
       ->capture_default_str();
   prepare->callback([options] { run_prepare(*options); });
+
+  auto download_options = std::make_shared<DownloadOptions>();
+  auto* download = data->add_subcommand(
+      "download", "Fetch a dataset's Parquet shards (fineweb-edu, climbmix) or the URLs of a list file, checked");
+  download->add_option("source", download_options->source,
+                       "fineweb-edu, climbmix, or a file with one \"URL [SHA256]\" per line")
+      ->required();
+  download->add_option("--shards", download_options->shards, "Shards of a named dataset to fetch: 0 .. N-1");
+  download->add_option("--out", download_options->out, "Folder for the files and download-manifest.json")->required();
+  download->add_option("--parallel", download_options->settings.parallel, "Transfers at once")->capture_default_str();
+  download->add_option("--attempts", download_options->settings.attempts, "Attempts per file, the first included")
+      ->capture_default_str();
+  download->add_option("--backoff", download_options->settings.backoff_seconds,
+                       "Seconds before the first retry (doubling for each later one)")
+      ->capture_default_str();
+  download->add_option("--timeout", download_options->settings.stall_timeout_seconds,
+                       "Seconds without a byte after which a transfer is cut and retried")
+      ->capture_default_str();
+  download->add_option("--connect-timeout", download_options->settings.connect_timeout_seconds,
+                       "Seconds to connect")
+      ->capture_default_str();
+  download->callback([download_options] { run_download(*download_options); });
 }
 
 }  // namespace ct::cli

@@ -45,6 +45,7 @@ std::string printable(std::string_view bytes) {
 
 struct TrainArgs {
   std::string data, out;
+  std::string text_column = "text";
   int32_t vocab_size = 8192;
   int64_t max_chars = 0, doc_cap = 0;
   int threads = 0;
@@ -73,7 +74,7 @@ void run_train(const TrainArgs& args) {
     const auto& st = trainer.stats();
     progress.update(str("tokenizer: read ", st.documents, " documents, ", st.chars / 1000000, "M chars"));
     return more;
-  });
+  }, args.text_column);
   const double read_seconds = reading.seconds();
   Tokenizer tokenizer = trainer.train([&](int32_t done, int32_t total_merges) {
     progress.update(str("tokenizer: merge ", done, "/", total_merges), done == total_merges);
@@ -126,8 +127,10 @@ void add_tokenizer_command(CLI::App& app) {
   cmd->require_subcommand(1);
 
   auto args = std::make_shared<TrainArgs>();
-  auto* train = cmd->add_subcommand("train", "Train a tokenizer on the training corpus (DATA/corpus/*.jsonl.zst)");
+  auto* train = cmd->add_subcommand("train", "Train a tokenizer on the training corpus (DATA/corpus/*.jsonl.zst, *.jsonl, *.parquet)");
   train->add_option("--data", args->data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
+  train->add_option("--text-column", args->text_column, "The text column of Parquet corpus files")
+      ->capture_default_str();
   train->add_option("--out", args->out, "Folder to write tokenizer.tiktoken and tokenizer.json into")->required();
   train->add_option("--vocab-size", args->vocab_size, "Vocabulary size, special tokens included")
       ->capture_default_str();

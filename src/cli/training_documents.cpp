@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "data/parquet_reader.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/threads.h"
@@ -72,11 +73,12 @@ std::vector<fs::path> training_corpus_files(const fs::path& corpus_dir) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(corpus_dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && (ends_with(name, ".jsonl.zst") || ends_with(name, ".jsonl")))
+    if (entry.is_regular_file() &&
+        (ends_with(name, ".jsonl.zst") || ends_with(name, ".jsonl") || is_parquet_file(entry.path())))
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  check(!files.empty(), corpus_dir.string(), ": no *.jsonl.zst or *.jsonl files");
+  check(!files.empty(), corpus_dir.string(), ": no *.jsonl.zst or *.jsonl files (nor *.parquet)");
   return files;
 }
 
@@ -130,7 +132,8 @@ bool flush_batch(LineBatch& batch, int threads, const std::function<bool(std::st
 }  // namespace
 
 int64_t read_training_documents(const std::vector<fs::path>& files, int threads,
-                                const std::function<bool(std::string_view)>& on_document) {
+                                const std::function<bool(std::string_view)>& on_document,
+                                const std::string& text_column) {
   int64_t documents = 0;
   LineBatch batch;
   // Small batches first, so that a small --max-chars does not parse much more than it uses.
@@ -138,6 +141,21 @@ int64_t read_training_documents(const std::vector<fs::path>& files, int threads,
   bool stop = false;
   struct Stop {};
   for (const fs::path& path : files) {
+    if (is_parquet_file(path)) {
+      // Parquet rows are texts already (no JSON to parse): the JSON lines before them go first, in order.
+      if (!flush_batch(batch, threads, on_document, documents)) {
+        stop = true;
+        break;
+      }
+      ParquetTextReader reader(path, text_column);
+      std::string text;
+      while (!stop && reader.next(text)) {
+        ++documents;
+        stop = !on_document(text);
+      }
+      if (stop) break;
+      continue;
+    }
     std::string pending;  // an incomplete line
     int64_t line_number = 0;
     auto handle_line = [&](std::string_view line) {

@@ -22,7 +22,10 @@ std::string json_reason(const std::string& what) {
 
 }  // namespace
 
-std::string RawDocument::where() const { return line > 0 ? str(origin, ":", line) : origin; }
+std::string RawDocument::where() const {
+  if (kind == Kind::parquet_row) return str(origin, ": row ", line);
+  return line > 0 ? str(origin, ":", line) : origin;
+}
 
 Document parse_document(RawDocument raw) {
   Document doc;
@@ -31,6 +34,10 @@ Document parse_document(RawDocument raw) {
   if (raw.kind == RawDocument::Kind::text_file) {
     doc.text = std::move(raw.payload);
     doc.metadata = Json{{"file", std::filesystem::path(doc.origin).filename().string()}};
+    return doc;
+  }
+  if (raw.kind == RawDocument::Kind::parquet_row) {
+    doc.text = std::move(raw.payload);  // the reader already checked that the column holds strings
     return doc;
   }
   const std::string where = str(doc.origin, ":", doc.line);
@@ -58,7 +65,7 @@ bool is_text_file(const std::filesystem::path& path) { return ends_with(path.fil
 bool is_corpus_file(const std::filesystem::path& path) {
   std::string name = path.filename().string();
   return ends_with(name, ".jsonl") || ends_with(name, ".jsonl.zst") || ends_with(name, ".jsonl.gz") ||
-         ends_with(name, ".txt");
+         ends_with(name, ".txt") || is_parquet_file(path);
 }
 
 std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path& dir_or_file) {
@@ -68,7 +75,7 @@ std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path
   check(!ec && fs::exists(status), dir_or_file.string(), ": no such file or folder");
   if (fs::is_regular_file(status)) {
     check(is_corpus_file(dir_or_file), dir_or_file.string(),
-          ": not a corpus file (expected .jsonl, .jsonl.zst, .jsonl.gz or .txt)");
+          ": not a corpus file (expected .jsonl, .jsonl.zst, .jsonl.gz, .txt or .parquet)");
     return {dir_or_file};
   }
   check(fs::is_directory(status), dir_or_file.string(), ": not a file or folder");
@@ -77,13 +84,14 @@ std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path
     if (entry.is_regular_file() && is_corpus_file(entry.path())) files.push_back(entry.path());
   }
   check(!files.empty(), dir_or_file.string(),
-        ": empty corpus: no .jsonl, .jsonl.zst, .jsonl.gz or .txt files in this folder");
+        ": empty corpus: no .jsonl, .jsonl.zst, .jsonl.gz, .txt or .parquet files in this folder");
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
   return files;
 }
 
-CorpusReader::CorpusReader(std::vector<std::filesystem::path> files) : files_(std::move(files)) {}
+CorpusReader::CorpusReader(std::vector<std::filesystem::path> files, std::string text_column)
+    : files_(std::move(files)), text_column_(std::move(text_column)) {}
 CorpusReader::~CorpusReader() = default;
 CorpusReader::CorpusReader(CorpusReader&&) noexcept = default;
 CorpusReader& CorpusReader::operator=(CorpusReader&&) noexcept = default;
@@ -100,6 +108,24 @@ bool CorpusReader::next(RawDocument& doc) {
       finished_file_bytes_ += doc.payload.size();
       ++file_index_;
       return true;
+    }
+    if (is_parquet_file(path)) {
+      if (!parquet_) {
+        parquet_ = std::make_unique<ParquetTextReader>(path, text_column_);
+        parquet_bytes_ = 0;
+      }
+      if (parquet_->next(doc.payload)) {
+        doc.kind = RawDocument::Kind::parquet_row;
+        doc.origin = path.string();
+        doc.line = parquet_->row_number();
+        parquet_bytes_ += doc.payload.size();
+        return true;
+      }
+      finished_bytes_ += parquet_bytes_;
+      finished_file_bytes_ += parquet_->file_bytes_consumed();
+      parquet_.reset();
+      ++file_index_;
+      continue;
     }
     if (!lines_) lines_ = std::make_unique<LineReader>(open_byte_source(path), path.string());
     while (lines_->next(doc.payload)) {
@@ -125,10 +151,13 @@ bool CorpusReader::next(Document& doc) {
   return true;
 }
 
-uint64_t CorpusReader::bytes_read() const { return finished_bytes_ + (lines_ ? lines_->bytes_read() : 0); }
+uint64_t CorpusReader::bytes_read() const {
+  return finished_bytes_ + (lines_ ? lines_->bytes_read() : 0) + (parquet_ ? parquet_bytes_ : 0);
+}
 
 uint64_t CorpusReader::file_bytes_consumed() const {
-  return finished_file_bytes_ + (lines_ ? lines_->file_bytes_consumed() : 0);
+  return finished_file_bytes_ + (lines_ ? lines_->file_bytes_consumed() : 0) +
+         (parquet_ ? parquet_->file_bytes_consumed() : 0);
 }
 
 }  // namespace ct

@@ -1,6 +1,7 @@
 #pragma once
 // Corpus readers (formats.md, "Raw text"): JSONL documents with a "text" field (other fields kept as
-// metadata), plain or .zst or .gz, and .txt files holding one document each. A corpus is a list of
+// metadata), plain or .zst or .gz, .txt files holding one document each, and Parquet files holding
+// one document per row in a string column (parquet_reader.h). A corpus is a list of
 // such files read in name order, one document at a time: nothing holds the whole corpus in memory.
 //
 // Reading is split in two so that parsing can run on worker threads: CorpusReader hands out raw
@@ -13,17 +14,18 @@
 #include <vector>
 
 #include "data/byte_source.h"
+#include "data/parquet_reader.h"
 #include "util/json.h"
 
 namespace ct {
 
 struct RawDocument {
-  enum class Kind { jsonl_line, text_file };
+  enum class Kind { jsonl_line, text_file, parquet_row };
   Kind kind = Kind::jsonl_line;
-  std::string payload;  // the JSON line, or the whole text file
+  std::string payload;  // the JSON line, the whole text file, or the Parquet row's text
   std::string origin;   // the file it came from, as given
-  int64_t line = 0;     // 1-based line number in the (uncompressed) file; 0 for a text file
-  std::string where() const;  // "file:line" or "file", for messages
+  int64_t line = 0;     // 1-based line number in the (uncompressed) file or row number; 0 for a text file
+  std::string where() const;  // "file:line", "file: row N" or "file", for messages
 };
 
 struct Document {
@@ -37,7 +39,8 @@ struct Document {
 // "... field \"text\": expected a string, got <type>", "... expected a JSON object".
 Document parse_document(RawDocument raw);
 
-// True for *.jsonl, *.jsonl.zst, *.jsonl.gz and *.txt.
+// True for *.jsonl, *.jsonl.zst, *.jsonl.gz, *.txt and *.parquet (also in a build without Parquet
+// support, whose reader then names the file and says how to get it).
 bool is_corpus_file(const std::filesystem::path& path);
 bool is_text_file(const std::filesystem::path& path);
 
@@ -47,7 +50,8 @@ std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path
 
 class CorpusReader {
  public:
-  explicit CorpusReader(std::vector<std::filesystem::path> files);
+  // `text_column`: the column of Parquet files that holds the text.
+  explicit CorpusReader(std::vector<std::filesystem::path> files, std::string text_column = "text");
   ~CorpusReader();
   CorpusReader(CorpusReader&&) noexcept;
   CorpusReader& operator=(CorpusReader&&) noexcept;
@@ -58,7 +62,7 @@ class CorpusReader {
   bool next(Document& doc);
 
   const std::vector<std::filesystem::path>& files() const { return files_; }
-  // Uncompressed bytes read so far, over all files.
+  // Uncompressed bytes read so far, over all files (for Parquet, the texts' bytes).
   uint64_t bytes_read() const;
   // Bytes of the files on disk consumed so far (compressed bytes for .zst/.gz).
   uint64_t file_bytes_consumed() const;
@@ -68,7 +72,10 @@ class CorpusReader {
  private:
   std::vector<std::filesystem::path> files_;
   size_t file_index_ = 0;
-  std::unique_ptr<LineReader> lines_;  // the open JSONL file, if any
+  std::string text_column_;
+  std::unique_ptr<LineReader> lines_;          // the open JSONL file, if any
+  std::unique_ptr<ParquetTextReader> parquet_;  // the open Parquet file, if any
+  uint64_t parquet_bytes_ = 0;                  // text bytes read from the open Parquet file
   uint64_t finished_bytes_ = 0, finished_file_bytes_ = 0;
 };
 

@@ -113,8 +113,8 @@ std::vector<EncodedDocument> encode_batch(std::vector<RawDocument>& batch, const
 // A reading error surfaces from the next() that would have returned that batch.
 class PrefetchingBatchReader {
  public:
-  PrefetchingBatchReader(std::vector<fs::path> files, int64_t batch_bytes)
-      : reader_(std::move(files)), batch_bytes_(batch_bytes) {}
+  PrefetchingBatchReader(std::vector<fs::path> files, const std::string& text_column, int64_t batch_bytes)
+      : reader_(std::move(files), text_column), batch_bytes_(batch_bytes) {}
 
   bool next(std::vector<RawDocument>& batch) {
     if (!pending_.valid()) pending_ = start();
@@ -146,14 +146,15 @@ class PrefetchingBatchReader {
 
 // The first pass over the corpus: how many documents, how many bytes (lines, not yet parsed), one
 // file per thread.
-std::pair<int64_t, uint64_t> count_documents(const std::vector<fs::path>& files, int threads) {
+std::pair<int64_t, uint64_t> count_documents(const std::vector<fs::path>& files, const std::string& text_column,
+                                             int threads) {
   std::vector<int64_t> documents(files.size(), 0);
   std::vector<uint64_t> bytes(files.size(), 0);
   std::vector<std::exception_ptr> errors(files.size());
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (size_t i = 0; i < files.size(); ++i) {
     try {
-      CorpusReader reader({files[i]});
+      CorpusReader reader({files[i]}, text_column);
       RawDocument raw;
       while (reader.next(raw)) ++documents[i];
       bytes[i] = reader.bytes_read();
@@ -223,7 +224,7 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   uint64_t val_bytes = 0;
   {
     progress.stage = "val";
-    PrefetchingBatchReader reader(val_files, settings.batch_bytes);
+    PrefetchingBatchReader reader(val_files, settings.text_column, settings.batch_bytes);
     std::vector<RawDocument> batch;
     while (reader.next(batch)) {
       for (auto& doc : encode_batch(batch, encoder, threads, true, progress)) {
@@ -237,7 +238,7 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   // 2. A first pass over the corpus: documents and bytes, to place the held-out slice.
   progress.stage = "counting corpus";
   progress.draw(true);
-  auto [corpus_documents, corpus_bytes] = count_documents(corpus_files, threads);
+  auto [corpus_documents, corpus_bytes] = count_documents(corpus_files, settings.text_column, threads);
   check(corpus_documents > 0, corpus_dir.string(), ": empty corpus: no documents in ", corpus_files.size(),
         " file(s)");
   progress.total_bytes = corpus_bytes + progress.text_bytes.load();
@@ -250,7 +251,7 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
   int64_t val_copies_excluded = 0, document_index = 0;
   {
     progress.stage = "corpus";
-    PrefetchingBatchReader reader(corpus_files, settings.batch_bytes);
+    PrefetchingBatchReader reader(corpus_files, settings.text_column, settings.batch_bytes);
     std::vector<RawDocument> batch;
     while (reader.next(batch)) {
       for (auto& doc : encode_batch(batch, encoder, threads, !val_text_hashes.empty(), progress)) {
@@ -289,6 +290,11 @@ PrepareReport prepare_data(const PrepareSettings& settings, const TextEncoder& e
                                                 " tokens")},
                            {"bos_before_each_document", true},
                            {"val_copy_rule", "training documents whose text equals a val document's are left out"}};
+  // Only where it applies, so that a JSONL-only manifest is the same as before Parquet input existed.
+  if (std::any_of(corpus_files.begin(), corpus_files.end(), is_parquet_file) ||
+      std::any_of(val_files.begin(), val_files.end(), is_parquet_file)) {
+    manifest.settings["parquet_text_column"] = settings.text_column;
+  }
   manifest.summary = Json{{"corpus_documents", corpus_documents},
                           {"val_copies_excluded", val_copies_excluded},
                           {"documents", {{"train", train_shards.documents()},

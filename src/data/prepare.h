@@ -27,6 +27,7 @@ struct PrepareSettings {
   int threads = 0;                     // 0: every available core
   bool progress = true;                // a progress line when stderr is a terminal
   int64_t batch_bytes = 16 << 20;      // text read per parallel batch (bounds memory)
+  std::string text_column = "text";    // the text column of Parquet files
 };
 
 struct PrepareReport {

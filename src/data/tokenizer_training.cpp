@@ -9,9 +9,10 @@
 namespace ct {
 
 Tokenizer train_tokenizer_on_corpus(const std::vector<std::filesystem::path>& files, const BpeTrainerOptions& options,
-                                    const std::function<void(const std::string&)>& report) {
+                                    const std::function<void(const std::string&)>& report,
+                                    const std::string& text_column) {
   BpeTrainer trainer(options);
-  CorpusReader reader(files);
+  CorpusReader reader(files, text_column);
   const int threads = options.threads > 0 ? options.threads : available_cores();
   // JSON parsing runs in parallel over batches of raw documents; the trainer gets them in order.
   constexpr size_t kBatchBytes = 16 << 20;

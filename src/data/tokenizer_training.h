@@ -1,6 +1,6 @@
 #pragma once
-// Trains a tokenizer on the documents of corpus files (corpus_reader.h: JSONL plain/.zst/.gz or
-// .txt), in corpus order, with text/BpeTrainer. `clocktrain data prepare` uses it when no tokenizer
+// Trains a tokenizer on the documents of corpus files (corpus_reader.h: JSONL plain/.zst/.gz, .txt
+// or Parquet), in corpus order, with text/BpeTrainer. `clocktrain data prepare` uses it when no tokenizer
 // exists yet, so that one command takes a fresh checkout from text to shards.
 #include <filesystem>
 #include <string>
@@ -11,8 +11,9 @@
 
 namespace ct {
 
-// `report` (may be empty) receives progress lines.
+// `report` (may be empty) receives progress lines; `text_column` is the text column of Parquet files.
 Tokenizer train_tokenizer_on_corpus(const std::vector<std::filesystem::path>& files, const BpeTrainerOptions& options,
-                                    const std::function<void(const std::string&)>& report = nullptr);
+                                    const std::function<void(const std::string&)>& report = nullptr,
+                                    const std::string& text_column = "text");
 
 }  // namespace ct
