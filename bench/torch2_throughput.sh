@@ -7,7 +7,10 @@
 # bf16; torch.autocast(bfloat16) on the torch side). Prints the machine (CPU model, ISA flags, versions),
 # each run, then a table of medians, the ratios and issue 23's targets (>= 1.5x eager, >= 1.2x compiled).
 #
-# usage: bench/torch2_throughput.sh [THREADS] [ROUNDS]   (defaults: every core, 2 rounds)
+# usage: bench/torch2_throughput.sh [THREADS] [ROUNDS] [CLOCK]   (defaults: every core, 2 rounds, wall)
+#   CLOCK "cpu" times both sides with their process's CPU clock: on a shared machine, with THREADS 1,
+#   that approximates an idle core (docs/performance.md, "Training throughput"); on a quiet machine
+#   use the wall clock with every core, what a training run gets.
 # env:   BUILD=build/release   RECIPES="cpu-small baseline"   PRECISIONS="f32 bf16" (bf16 only with an
 #        engine)   MODES="eager compile"   TORCH2_VENV=build/torch2-venv
 #
@@ -20,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
 rounds=${2:-2}
+clock=${3:-wall}
 build=${BUILD:-build/release}
 recipes=${RECIPES:-"cpu-small baseline"}
 modes=${MODES:-"eager compile"}
@@ -30,22 +34,25 @@ else precisions=${PRECISIONS:-f32}; fi
 python=$(bench/torch2_venv.sh)
 export OMP_NUM_THREADS=$threads
 
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores online, $threads threads"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores online, $threads threads, $clock clock, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "ISA flags: $(grep -o -w -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "clocktrain: $("$build/clocktrain" version 2>/dev/null | head -1)"
 "$python" - <<'PY'
-import platform, subprocess, torch
+import platform, re, subprocess, torch
+config = torch.__config__.show()
+onednn = re.search(r"MKL-DNN (v\S+)", config)
+mkl = re.search(r"Math Kernel Library Version (\S+)", config)
 cc = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-print(f"torch: {torch.__version__} (python {platform.python_version()}; oneDNN {torch.backends.mkldnn.version() if hasattr(torch.backends.mkldnn, 'version') else '?'}; "
-      f"MKL {torch.backends.mkl.is_available()}; CPU capability {torch.backends.cpu.get_cpu_capability()}; inductor's compiler: {cc})")
+print(f"torch: {torch.__version__} (python {platform.python_version()}, oneDNN {onednn[1] if onednn else '?'}, "
+      f"MKL {mkl[1] if mkl else '?'}, CPU capability {torch.backends.cpu.get_cpu_capability()}); "
+      f"torch.compile's C++ compiler: {cc}")
 PY
-
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for recipe in $recipes; do
-  args=(--threads "$threads" --steps 3 --warmup 1)
+  args=(--threads "$threads" --clock "$clock" --steps 3 --warmup 1)
   if [ "$recipe" = baseline ]; then
-    args=(--threads "$threads" --tokens-per-step 2048 --micro-batch-rows 2 --steps 2 --warmup 1)
+    args=(--threads "$threads" --clock "$clock" --tokens-per-step 2048 --micro-batch-rows 2 --steps 2 --warmup 1)
   fi
   for round in $(seq "$rounds"); do
     for precision in $precisions; do
@@ -60,4 +67,5 @@ for recipe in $recipes; do
     done
   done
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 bench/torch2_throughput_table.py "$results"

@@ -127,7 +127,7 @@ def main():
             with autocast(precision):
                 micro_loss = forward(x, y)
             (micro_loss / micro).backward()
-            loss_sum += float(micro_loss)
+            loss_sum += float(micro_loss.detach())
         opt.step(lr)
         seconds = time.perf_counter() - t0
         step += 1
