@@ -23,4 +23,4 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; 
   "$venv/bin/pip" install --quiet --progress-bar off $pins >&2
   echo "$pins" > "$stamp"
 fi
-echo "$venv/bin/python"
+echo "$(cd "$venv" && pwd)/bin/python"  # absolute: callers change directory
