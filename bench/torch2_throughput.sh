@@ -21,7 +21,8 @@
 # clocktrain's training clock); its time is printed with each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-threads=${1:-$(nproc)}
+cores=$(nproc)  # before OMP_NUM_THREADS is exported below: nproc honours it
+threads=${1:-$cores}
 rounds=${2:-2}
 clock=${3:-wall}
 build=${BUILD:-build/release}
@@ -34,7 +35,7 @@ else precisions=${PRECISIONS:-f32}; fi
 python=$(bench/torch2_venv.sh)
 export OMP_NUM_THREADS=$threads
 
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores online, $threads threads, $clock clock, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $cores cores available, $threads threads, $clock clock, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "ISA flags: $(grep -o -w -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "clocktrain: $("$build/clocktrain" version 2>/dev/null | head -1)"
 "$python" - <<'PY'
