@@ -1,13 +1,13 @@
 // clocktrain train RECIPE: one training run against the clock (docs/train.md).
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace ct::cli {
@@ -27,15 +27,6 @@ struct TrainArgs {
   std::string resume;
   bool no_progress = false;
 };
-
-std::string timestamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
@@ -63,7 +54,7 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
     options.out_dir = std::filesystem::path(a.resume).lexically_normal().parent_path();  // runs/X/checkpoint -> runs/X
     if (options.out_dir.empty()) options.out_dir = ".";
   } else {
-    options.out_dir = std::filesystem::path("runs") / (r.name + "-" + timestamp());
+    options.out_dir = std::filesystem::path("runs") / (r.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S"));
   }
   options.progress_line = !a.no_progress;
   options.stop_after_steps = a.stop_after_steps;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <memory>
@@ -29,15 +28,6 @@ std::string file_name_of_url(const std::string& url) {
 }
 
 namespace {
-
-std::string utc_now_iso() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
 
 struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -140,7 +130,7 @@ std::vector<DownloadRecord> download_files(const std::vector<DownloadItem>& item
         auto known = manifest.find(items[i].name);
         r.fetched_at = known != manifest.end() && known->second.value("sha256", "") == sha
                            ? known->second.value("fetched_at", "")
-                           : utc_now_iso();
+                           : utc_text(unix_seconds(), "%Y-%m-%dT%H:%M:%SZ");
         states[i].done = true;
         continue;
       }
@@ -255,7 +245,7 @@ std::vector<DownloadRecord> download_files(const std::vector<DownloadItem>& item
     s.done = true;
     s.record.sha256 = sha;
     s.record.bytes = size;
-    s.record.fetched_at = utc_now_iso();
+    s.record.fetched_at = utc_text(unix_seconds(), "%Y-%m-%dT%H:%M:%SZ");
     finished_bytes += size - t->offset;
     ++finished_files;
     manifest[items[i].name] = Json{{"url", url}, {"file", items[i].name}, {"bytes", size}, {"sha256", sha},

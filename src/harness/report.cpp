@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "clocktrain_version.h"
 #include "harness/html.h"
 #include "harness/report_style.h"
 #include "harness/svg_chart.h"
 #include "harness/text_format.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -31,12 +31,7 @@ std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string utc_time(double unix_seconds) {
   if (!std::isfinite(unix_seconds) || unix_seconds < 0 || unix_seconds > 253402300799.0) return "unknown time";
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
+  return utc_text(unix_seconds, "%Y-%m-%d %H:%M UTC");
 }
 
 std::string card(const std::string& label, const std::string& value, const std::string& sub, bool hero = false,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "backend/parallel/launch.h"
 #include "harness/data_cache.h"
@@ -29,15 +28,6 @@ namespace ct {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string utc_timestamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 // The recipe as this run resolves it: the file, then the command line and the round's rules.
 Recipe resolve_recipe(const RunPipelineOptions& o) {
@@ -203,7 +193,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   if (core) check(fs::is_directory(layout.eval_bundle()), layout.eval_bundle().string(), ": missing: CORE needs the eval bundle");
   check(!o.evaluator_binary.empty(), "run: the evaluator binary was not given");
   RunOutcome out;
-  out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_timestamp()) : o.out_dir;
+  out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S")) : o.out_dir;
   // Data parallel: rank 0 writes the run folder (the others may start after it has begun there).
   const bool launched_rank0 = launch_environment_from_process().rank == 0;
   if (launched_rank0)

@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ctime>
 
 #include "lab/child_process.h"
 #include "harness/environment.h"
@@ -54,12 +53,8 @@ std::optional<std::string> out_option(const std::vector<std::string>& args) {
 }
 
 std::string default_out_dir(const RunOptions& o) {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-  return str("runs/lab/e", o.experiment, "-", o.arm, "-", o.rung, "-", stamp, "-", ::getpid());
+  return str("runs/lab/e", o.experiment, "-", o.arm, "-", o.rung, "-", utc_text(unix_seconds(), "%Y%m%d-%H%M%S"), "-",
+             ::getpid());
 }
 
 void print_recorded(std::ostream& out, int64_t id, const StoredRun& run) {

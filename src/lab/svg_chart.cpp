@@ -4,8 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <limits>
+
+#include "util/clock.h"
 
 namespace ct::lab {
 
@@ -38,12 +39,7 @@ std::string number_label(double v, double step) {
 }
 
 std::string time_label(double unix_seconds, double span) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), span > 2 * 86400 ? "%m-%d" : span > 600 ? "%m-%d %H:%M" : "%H:%M:%S", &tm);
-  return buffer;
+  return utc_text(unix_seconds, span > 2 * 86400 ? "%m-%d" : span > 600 ? "%m-%d %H:%M" : "%H:%M:%S");
 }
 
 std::string num(double v) {

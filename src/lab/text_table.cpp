@@ -4,7 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
+
+#include "util/clock.h"
 
 namespace ct::lab {
 
@@ -57,12 +58,7 @@ std::string format_optional(const std::optional<double>& value, int decimals) {
 }
 
 std::string format_unix_time(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S", &tm);
-  return buffer;
+  return utc_text(unix_seconds, "%Y-%m-%d %H:%M:%S");
 }
 
 }  // namespace ct::lab

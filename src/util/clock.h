@@ -1,6 +1,7 @@
 #pragma once
 // Monotonic wall-clock time in seconds, for budgets and throughput.
 #include <chrono>
+#include <string>
 
 namespace ct {
 
@@ -25,5 +26,8 @@ inline double unix_seconds() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
+
+// The UTC time `unix_seconds` written by strftime's `format` (e.g. "%Y%m%d-%H%M%S" for run folders).
+std::string utc_text(double unix_seconds, const char* format);
 
 }  // namespace ct
