@@ -36,7 +36,7 @@ endif()
 # error, and a build for another machine (the GPU check's) does not need it.
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
-  message(STATUS "clocktrain: MPI found (${MPI_C_LIBRARY_VERSION_STRING}): CPU data-parallel training on")
+  message(STATUS "clocktrain: MPI ${MPI_C_VERSION} found (${MPI_C_LIBRARIES}): CPU data-parallel training on")
 else()
   message(STATUS "clocktrain: MPI not found: CPU data-parallel training off (install libopenmpi-dev)")
 endif()

@@ -14,8 +14,9 @@ AdamW::AdamW(Backend& backend, std::vector<Group> groups, const OptimizerConfig&
   }
 }
 
-void AdamW::step(double lr_factor, int64_t step) {
+void AdamW::step(double lr_factor, int64_t step, const std::vector<bool>& owned) {
   for (size_t i = 0; i < groups_.size(); ++i) {
+    if (!owned.empty() && !owned[i]) continue;
     Parameter& p = *groups_[i].param;
     backend_->adamw_update(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], groups_[i].lr * lr_factor, config_.adam_beta1,
                            config_.adam_beta2, config_.adam_eps, config_.weight_decay, step);

@@ -19,8 +19,9 @@ class AdamW {
     double lr;  // before the schedule's factor
   };
   AdamW(Backend& backend, std::vector<Group> groups, const OptimizerConfig& config);
-  // One update; step is 1-based (the bias correction's t).
-  void step(double lr_factor, int64_t step);
+  // One update; step is 1-based (the bias correction's t). With `owned` (one flag per group), of
+  // the owned groups only (a sharded optimizer).
+  void step(double lr_factor, int64_t step, const std::vector<bool>& owned = {});
   const std::vector<Group>& groups() const { return groups_; }
   // "adamw.exp_avg/<name>" and "adamw.exp_avg_sq/<name>" for checkpoints.
   std::vector<std::pair<std::string, const Buffer*>> state() const;

@@ -22,6 +22,10 @@ struct OptimizerConfig {
   double weight_decay = 0.0;
   // Global gradient-norm clipping before either step (0 disables it).
   double grad_clip = 1.0;
+  // Data parallel (docs/parallel.md): each Muon matrix and AdamW parameter is owned by one process,
+  // which alone keeps its state and updates it, then broadcasts the new weights (nanochat's
+  // distributed Muon). The same weights as unsharded; with one process it changes nothing.
+  bool sharded = false;
 };
 
 // Learning-rate factor f(progress) for progress in [0, 1]: linear warm-up from 0 over the first

@@ -40,28 +40,31 @@ Muon::Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConf
 // In groups of consecutive matrices that fit the scratch: every momentum, then one newton_schulz_many
 // over the group, then every update. Per matrix this is the order of model.md; the grouping only
 // lets the backend orthogonalise several matrices at once.
-void Muon::step(double lr_factor, double momentum) {
+void Muon::step(double lr_factor, double momentum, const std::vector<bool>& owned) {
   const int64_t capacity = update_scratch_.tensor().empty() ? 0 : update_scratch_.tensor().numel();
-  for (size_t begin = 0; begin < params_.size();) {
+  std::vector<size_t> mine;  // the matrices this process updates
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (owned.empty() || owned[i]) mine.push_back(i);
+  for (size_t begin = 0; begin < mine.size();) {
     std::vector<Tensor> updates, orthogonal;
     size_t end = begin;
-    for (int64_t used = 0; end < params_.size(); ++end) {
-      const Shape& shape = params_[end]->spec.shape;
+    for (int64_t used = 0; end < mine.size(); ++end) {
+      const Shape& shape = params_[mine[end]]->spec.shape;
       if (end > begin && used + shape.numel() > capacity) break;
       updates.push_back(slice(update_scratch_, used, shape));
       orthogonal.push_back(slice(ortho_scratch_, used, shape));
       used += shape.numel();
     }
     // buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf  (Nesterov)
-    for (size_t i = begin; i < end; ++i)
-      backend_->muon_momentum(updates[i - begin], momentum_[i], params_[i]->grad, momentum);
+    for (size_t k = begin; k < end; ++k)
+      backend_->muon_momentum(updates[k - begin], momentum_[mine[k]], params_[mine[k]]->grad, momentum);
     backend_->newton_schulz_many(orthogonal, updates, config_.muon_ns_steps, config_.muon_ns_a, config_.muon_ns_b,
                                  config_.muon_ns_c);
-    for (size_t i = begin; i < end; ++i) {
-      const Shape& shape = params_[i]->spec.shape;
+    for (size_t k = begin; k < end; ++k) {
+      const Shape& shape = params_[mine[k]]->spec.shape;
       const double rows = static_cast<double>(shape[0]), cols = static_cast<double>(shape[1]);
       const double lr = config_.matrix_lr * lr_factor * std::sqrt(std::max(1.0, rows / cols));
-      backend_->axpby(params_[i]->value, -lr, orthogonal[i - begin], 1.0);
+      backend_->axpby(params_[mine[k]]->value, -lr, orthogonal[k - begin], 1.0);
     }
     begin = end;
   }

@@ -15,8 +15,9 @@ namespace ct {
 class Muon {
  public:
   Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConfig& config);
-  // One update of every parameter with momentum mu and learning-rate factor lr_factor.
-  void step(double lr_factor, double momentum);
+  // One update of every parameter with momentum mu and learning-rate factor lr_factor; with
+  // `owned` (one flag per parameter), of the owned ones only (a sharded optimizer).
+  void step(double lr_factor, double momentum, const std::vector<bool>& owned = {});
   // The momentum buffers, named "muon.momentum/<parameter name>", for checkpoints.
   std::vector<std::pair<std::string, const Buffer*>> state() const;
 

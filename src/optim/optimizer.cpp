@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/parallel/shard_plan.h"
 #include "optim/schedule.h"
 #include "util/error.h"
 
@@ -33,7 +34,19 @@ Optimizer::Optimizer(GPT& model, const OptimizerConfig& config)
     : model_(&model),
       config_(config),
       muon_(model.backend(), matrices_of(model), config),
-      adamw_(model.backend(), adam_groups_of(model, config), config) {}
+      adamw_(model.backend(), adam_groups_of(model, config), config) {
+  const Backend& be = model.backend();
+  if (!config.sharded || be.world_size() == 1) return;
+  // Muon's matrices balanced by Newton-Schulz's cost, AdamW's parameters by size (an elementwise
+  // update), each set over every process (backend/parallel/shard_plan.h).
+  std::vector<double> ns_costs, sizes;
+  for (const Parameter* p : matrices_of(model)) ns_costs.push_back(newton_schulz_cost(p->spec.shape[0], p->spec.shape[1]));
+  for (const AdamW::Group& g : adamw_.groups()) sizes.push_back(static_cast<double>(g.param->spec.shape.numel()));
+  muon_owner_ = assign_owners(ns_costs, be.world_size());
+  adamw_owner_ = assign_owners(sizes, be.world_size());
+  for (int owner : muon_owner_) muon_owned_.push_back(owner == be.rank());
+  for (int owner : adamw_owner_) adamw_owned_.push_back(owner == be.rank());
+}
 
 GradientCheck Optimizer::check_gradients() {
   constexpr int kFirstSlot = 0;
@@ -74,8 +87,22 @@ void Optimizer::step(double lr_factor, double grad_norm) {
     if (coef < 1.0 || fixed_sequence)
       for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, std::min(coef, 1.0));
   }
-  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_));
-  adamw_.step(lr_factor, steps_taken_ + 1);
+  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_), muon_owned_);
+  adamw_.step(lr_factor, steps_taken_ + 1, adamw_owned_);
+  if (sharded()) {  // each owner's new weights to every process
+    std::vector<Tensor> values;
+    std::vector<int> roots;
+    const std::vector<Parameter*> matrices = matrices_of(*model_);
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      values.push_back(matrices[i]->value.tensor());
+      roots.push_back(muon_owner_[i]);
+    }
+    for (size_t i = 0; i < adamw_.groups().size(); ++i) {
+      values.push_back(adamw_.groups()[i].param->value.tensor());
+      roots.push_back(adamw_owner_[i]);
+    }
+    model_->backend().broadcast(values, roots);
+  }
   // the matmul copies of the weights, now: the same ops every step (inside the optimizer's graph region)
   model_->refresh_compute_weights();
   ++steps_taken_;
@@ -85,6 +112,25 @@ std::vector<std::pair<std::string, const Buffer*>> Optimizer::state() const {
   auto out = muon_.state();
   for (auto& s : adamw_.state()) out.push_back(s);
   return out;
+}
+
+void Optimizer::gather_state() {
+  if (!sharded()) return;
+  // state(): Muon's momentum per matrix, then AdamW's two moments per group
+  std::vector<Tensor> tensors;
+  std::vector<int> roots;
+  const auto all = state();
+  size_t k = 0;
+  for (int owner : muon_owner_) {
+    tensors.push_back(all[k++].second->tensor());
+    roots.push_back(owner);
+  }
+  for (int owner : adamw_owner_)
+    for (int moment = 0; moment < 2; ++moment) {
+      tensors.push_back(all[k++].second->tensor());
+      roots.push_back(owner);
+    }
+  model_->backend().broadcast(tensors, roots);
 }
 
 double Optimizer::adamw_lr(const std::string& param_name) const {

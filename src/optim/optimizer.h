@@ -51,6 +51,11 @@ class Optimizer {
   const OptimizerConfig& config() const { return config_; }
   // Every state tensor with a stable name (f32).
   std::vector<std::pair<std::string, const Buffer*>> state() const;
+  // Sharded (config.sharded with several processes): each process holds the state of the
+  // parameters it owns only. gather_state() sends each owner's state to every process (a collective:
+  // every process calls it), so that a checkpoint written by rank 0 holds all of it. Otherwise a no-op.
+  bool sharded() const { return !muon_owner_.empty(); }
+  void gather_state();
   // Learning rate of each AdamW parameter before the schedule's factor (for logs and tests).
   double adamw_lr(const std::string& param_name) const;
 
@@ -60,6 +65,10 @@ class Optimizer {
   Muon muon_;
   AdamW adamw_;
   int64_t steps_taken_ = 0;
+  // Sharded: the process that owns each Muon matrix and each AdamW group (empty when not sharded),
+  // and whether it is this one.
+  std::vector<int> muon_owner_, adamw_owner_;
+  std::vector<bool> muon_owned_, adamw_owned_;
 };
 
 }  // namespace ct

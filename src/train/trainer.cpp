@@ -437,7 +437,8 @@ double Run::heldout_loss() {
 void Run::save_checkpoint() {
   const fs::path dir = options_.out_dir / "checkpoint";
   result_.checkpoint_dir = dir;
-  if (!writer()) return;  // every process holds the same weights and optimizer state
+  optimizer_->gather_state();  // a sharded optimizer's state from its owners (every process calls this)
+  if (!writer()) return;       // every process now holds the same weights and optimizer state
   CheckpointContents contents;
   contents.progress = progress_;
   contents.loader_state = to_json(loader_->state());
@@ -517,8 +518,10 @@ TrainResult Run::execute() {
       while (r.eval_every_seconds > 0 && next_eval_clock_ <= progress_.clock_seconds)
         next_eval_clock_ += r.eval_every_seconds;
     }
-    if (r.checkpoint_every_minutes > 0 && monotonic_seconds() - last_checkpoint_wall_ >= 60.0 * r.checkpoint_every_minutes)
-      save_checkpoint();
+    if (r.checkpoint_every_minutes > 0) {
+      const bool due = monotonic_seconds() - last_checkpoint_wall_ >= 60.0 * r.checkpoint_every_minutes;
+      if (as_rank0_has_them({due ? 1.0 : 0.0})[0] > 0) save_checkpoint();  // every process, on rank 0's clock
+    }
   }
   progress_line_.finish();
   if (result_.ok()) {

@@ -3,10 +3,14 @@
 // count, a killed process stopping the job, and the start-up checks across processes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 
+#include "run/run_test_support.h"
 #include "train/train_test_support.h"
+#include "util/threads.h"
 #include "util/clock.h"
 #include "util/files.h"
 
@@ -146,6 +150,126 @@ TEST_F(DataParallel, AKilledProcessStopsTheJobAndTheLastCheckpointResumesOnTwo) 
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("trained by 2 process(es) and this run has 1: resume it with 2"), std::string::npos)
       << r.output;
+}
+
+// optimizer.sharded: each process updates the matrices and AdamW parameters it owns and broadcasts
+// them; the owner computes exactly what every process computes unsharded, so the run is the same
+// bits. A checkpoint gathers the owners' state first: a sharded run resumed from its checkpoint
+// continues as if never stopped (with an owner's momentum missing it would not).
+TEST_F(DataParallel, ShardedOptimizerTrainsAndResumesLikeTheUnshardedOne) {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> f32 = {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}};
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", f32));
+  std::string sharded = recipe_text("tiny", f32);
+  sharded += "\n[optimizer]\nsharded = true\n";
+  write_file_atomic(dir / "sharded.toml", sharded);
+  const fs::path plain = dir / "plain", whole = dir / "whole", split = dir / "split";
+  auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --out " + plain.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(mpirun(2) + train(dir / "sharded.toml") + " --steps 8 --out " + whole.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(train_losses(whole), train_losses(plain));
+  r = test::run_command(mpirun(2) + train(dir / "sharded.toml") + " --steps 8 --stop-after-steps 4 --out " +
+                        split.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(mpirun(2) + train(dir / "sharded.toml") + " --steps 8 --resume " + (split / "checkpoint").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(train_losses(split), train_losses(whole));
+}
+
+// Two "hosts": two network namespaces joined by a veth pair, each with a host name of its own (a
+// UTS namespace), one process in each; mpirun starts the remote one through an agent script (what
+// ssh does between machines) and the processes meet over TCP at 10.77.0.1 and 10.77.0.2, not over
+// loopback or shared memory. Needs root, iproute2 and unshare (CI runs as root).
+class TwoHosts {
+ public:
+  TwoHosts(const fs::path& dir) : suffix_(std::to_string(::getpid())), agent_(dir / "netns-agent.sh") {
+    const std::string a = "cta" + suffix_, b = "ctb" + suffix_;
+    const std::string setup = "ip netns add " + a + " && ip netns add " + b + " && ip link add va" + suffix_ +
+                              " type veth peer name vb" + suffix_ + " && ip link set va" + suffix_ + " netns " + a +
+                              " && ip link set vb" + suffix_ + " netns " + b + " && ip -n " + a +
+                              " addr add 10.77.0.1/24 dev va" + suffix_ + " && ip -n " + b +
+                              " addr add 10.77.0.2/24 dev vb" + suffix_ + " && ip -n " + a + " link set va" + suffix_ +
+                              " up && ip -n " + b + " link set vb" + suffix_ + " up && ip -n " + a +
+                              " link set lo up && ip -n " + b + " link set lo up";
+    const auto r = test::run_command(setup);
+    ready_ = r.exit_code == 0;
+    why_ = r.output;
+    // Open MPI's remote-start agent: `agent HOST COMMAND...` runs COMMAND in HOST's namespace
+    write_file_atomic(agent_, "#!/bin/sh\nhost=$1; shift\ncase \"$host\" in 10.77.0.1) ns=" + a +
+                                  "; name=host-a ;; 10.77.0.2) ns=" + b +
+                                  "; name=host-b ;; *) echo \"agent: unknown host $host\" >&2; exit 1 ;; esac\n"
+                                  "exec ip netns exec \"$ns\" unshare --uts sh -c \"hostname $name; $*\"\n");
+    fs::permissions(agent_, fs::perms::owner_all);
+  }
+  ~TwoHosts() { test::run_command("ip netns del cta" + suffix_ + "; ip netns del ctb" + suffix_); }
+  bool ready() const { return ready_; }
+  const std::string& why() const { return why_; }
+  // `command` (a shell command line) run by mpirun from host a, one process on each host
+  std::string mpirun(const std::string& command) const {
+    return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ip netns exec cta" + suffix_ +
+           " unshare --uts sh -c 'hostname host-a; mpirun -np 2 --host 10.77.0.1,10.77.0.2 --mca plm_rsh_agent " +
+           agent_.string() + " --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include " +
+           "10.77.0.0/24 " + command + "'";
+  }
+
+ private:
+  std::string suffix_;
+  fs::path agent_;
+  bool ready_ = false;
+  std::string why_;
+};
+
+TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
+  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
+    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  test::TempDir dir;
+  TwoHosts hosts(dir.path());
+  ASSERT_TRUE(hosts.ready()) << hosts.why();
+  // each process says where it runs: its host name and network namespace differ
+  auto r = test::run_command(hosts.mpirun("sh -c \"echo rank \\$OMPI_COMM_WORLD_RANK on \\$(hostname) in "
+                                          "\\$(readlink /proc/self/ns/net)\""));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0 on host-a"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 on host-b"), std::string::npos) << r.output;
+
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}));
+  const fs::path one = dir / "one", two = dir / "two";
+  r = test::run_command(train(dir / "tiny.toml") + " --steps 8 --out " + one.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(hosts.mpirun(train(dir / "tiny.toml") + " --steps 8 --out " + two.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_training(train_losses(one), train_losses(two), 1e-6);
+}
+
+// `clocktrain run` launched on two processes (round 2, a practice run with the small CORE bundle):
+// rank 0 prepares the data and the others reuse it, both train, rank 0 evaluates and writes one
+// result, and the gate's full_machine check counts both processes' threads against the cores the
+// two may run on together.
+TEST_F(DataParallel, RunOnTwoProcessesUsesBothAndWritesOneResult) {
+  test::TempDir dir;
+  const fs::path data = test::make_run_data(dir.path(), /*with_core=*/true);
+  const fs::path recipe = test::write_run_recipe(dir / "toy.toml");
+  const auto r = test::run_command(mpirun(2) + test::clocktrain_bin() + " run " + recipe.string() + " --data " +
+                                   data.string() + " --cache " + (dir / "cache").string() + " --out " +
+                                   (dir / "run").string() +
+                                   " --shard-tokens 20000 --heldout-tokens 2000 --no-progress --threads 1 --round 2 "
+                                   "--budget 2 --practice");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;  // 3: the gate failed (below)
+  EXPECT_EQ(r.output.find("run: toy"), r.output.rfind("run: toy")) << "one process speaks\n" << r.output;
+  const RunResult result = read_result_file(dir / "run");
+  // The time check may fail on a busy machine (a 2-second budget, a step slower than the recent
+  // ones at its end); every other check must pass, and full_machine on a 2-core machine.
+  for (const std::string& failed : result.gate.failed_checks())
+    EXPECT_TRUE(failed == "time" || (failed == "full_machine" && available_cores() != 2)) << failed << "\n" << r.output;
+  const GateCheck& machine = test::check_named(result, "full_machine");
+  EXPECT_NE(machine.evidence.find("cpu: 2 thread(s) used of " + std::to_string(available_cores()) + " core(s)"),
+            std::string::npos)
+      << machine.evidence;
+  EXPECT_EQ(machine.passed, available_cores() == 2) << machine.evidence;
+  EXPECT_TRUE(test::check_named(result, "trusted_evaluation").passed);
+  EXPECT_TRUE(result.core.has_value());
+  EXPECT_EQ(read_json_file(dir / "run" / "train_summary.json")["device"]["world_size"], 2);
 }
 
 TEST_F(DataParallel, ProcessesThatDisagreeStopBeforeWritingAnything) {
