@@ -3,17 +3,9 @@
 #include <omp.h>
 #include <sched.h>
 
-namespace ct {
+#include <algorithm>
 
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  return 1;
-}
+namespace ct {
 
 std::vector<int> available_core_ids() {
   cpu_set_t set;
@@ -24,6 +16,8 @@ std::vector<int> available_core_ids() {
       if (CPU_ISSET(cpu, &set)) ids.push_back(cpu);
   return ids;
 }
+
+int available_cores() { return std::max(1, static_cast<int>(available_core_ids().size())); }
 
 int set_thread_count(int threads) {
   int n = threads > 0 ? threads : available_cores();
