@@ -15,10 +15,10 @@ Tensor view(const Buffer& buffer, Shape shape) {
 }
 
 void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, DType logits_type,
-                         int64_t positions, bool per_layer, bool backward) {
+                         int64_t positions, bool per_layer, bool backward, bool head) {
   const size_t wanted_layers = per_layer ? static_cast<size_t>(config.n_layer) : 1;
   if (positions <= capacity && layers.size() == wanted_layers && with_backward == backward && mm_dtype == mm &&
-      logits_dtype == logits_type)
+      logits_dtype == logits_type && with_head == head)
     return;
   check(logits_type == dtype || logits_type == mm, "Activations: logits must be in ", dtype_name(dtype), " or ",
         dtype_name(mm), ", got ", dtype_name(logits_type));
@@ -28,9 +28,8 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
   auto alloc = [&](Shape shape, DType type) { return Buffer(backend, shape, type); };
 
   tokens = alloc({N}, DType::i32);
-  targets = alloc({N}, DType::i32);
   embedded = alloc({N, C}, dtype);
-  resid0 = alloc({N, C}, dtype);
+  if (backward) resid0 = alloc({N, C}, dtype);
   rstd0 = alloc({N}, dtype);
   resid = alloc({N, C}, dtype);
   bool any_attention = config.attention_layer_count() > 0;
@@ -56,9 +55,12 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
   }
   xf = alloc({N, C}, mm);
   rstd_f = alloc({N}, dtype);
-  logits = alloc({N, V}, logits_type);
-  losses = alloc({N}, dtype);
-  if (!backward) argmax = alloc({N}, DType::i32);
+  if (head) {
+    targets = alloc({N}, DType::i32);
+    logits = alloc({N, V}, logits_type);
+    losses = alloc({N}, dtype);
+    if (!backward) argmax = alloc({N}, DType::i32);
+  }
   if (any_attention) {
     q_raw = alloc({N, q_width}, dtype);
     k_raw = alloc({N, kv_width}, dtype);
@@ -83,9 +85,37 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
     }
   }
   capacity = N;
+  this->config = config;
   with_backward = backward;
+  with_head = head;
   mm_dtype = mm;
   logits_dtype = logits_type;
+}
+
+LayerTensors Activations::layer_tensors(int64_t i, int64_t N) {
+  const LayerActivations& a = layer(i);
+  const int64_t C = config.n_embd, F = config.mlp_hidden(), H = config.n_head, Hkv = config.n_kv_head;
+  const int64_t D = config.head_dim();
+  LayerTensors t;
+  t.x = view(resid, {N, C});
+  if (!a.ln1.tensor().empty()) {  // empty for an MLP-only layer that has a set of its own
+    t.ln1 = view(a.ln1, {N, C});
+    t.rstd1 = view(a.rstd1, {N});
+    t.q_raw = view(q_raw, {N, H * D});
+    t.k_raw = view(k_raw, {N, Hkv * D});
+    t.q = view(a.q, {N, H * D});
+    t.rstd_q = view(a.rstd_q, {N * H});
+    t.k = view(a.k, {N, Hkv * D});
+    t.rstd_k = view(a.rstd_k, {N * Hkv});
+    t.v = view(a.v, {N, Hkv * D});
+    t.att = view(a.att, {N, H * D});
+    t.lse = view(a.lse, {N * H});
+  }
+  t.ln2 = view(a.ln2, {N, C});
+  t.rstd2 = view(a.rstd2, {N});
+  t.fc = view(a.fc, {N, F});
+  t.act = view(a.act, {N, F});
+  return t;
 }
 
 }  // namespace ct

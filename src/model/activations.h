@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/layer_forward.h"
 
 namespace ct {
 
@@ -31,18 +32,21 @@ struct LayerActivations {
 struct Activations {
   int64_t capacity = 0;  // token positions
   bool with_backward = false;
+  bool with_head = false;
+  ModelConfig config;  // the shapes the buffers were made for
   DType mm_dtype = DType::f32;
   DType logits_dtype = DType::f32;
 
   Buffer tokens, targets;   // i32 [N]
   Buffer embedded;          // wte[tokens] [N, C]; backward reuses it for d(embedded)
-  Buffer resid0, rstd0;     // the first rmsnorm's output [N, C] and [N]
+  Buffer resid0, rstd0;     // the first rmsnorm's output [N, C] (kept for backward only) and [N]
   Buffer resid;             // the residual stream [N, C], updated in place layer by layer
   std::vector<LayerActivations> layers;  // n_layer entries for training, 1 for evaluation
   Buffer xf, rstd_f;        // [mm] final rmsnorm [N, C], [N]
   Buffer logits;            // [N, V] in logits_dtype; when that is mm, training turns it into d logits in place
   Buffer losses;            // [N]
   Buffer argmax;            // i32 [N] (evaluation only)
+  // (targets, logits, losses and argmax are left empty when the caller runs the head itself: `head`)
   Buffer q_raw, k_raw;      // x Wq^T, x Wk^T before rope: scratch shared by every layer
   // backward scratch (with_backward only)
   Buffer d_resid;           // d loss / d residual stream [N, C]
@@ -56,6 +60,8 @@ struct Activations {
   Buffer dq_raw_mm, dk_raw_mm;  // d of x Wq^T, x Wk^T (else: q_raw, k_raw, free by then)
 
   LayerActivations& layer(int64_t i) { return layers[layers.size() == 1 ? 0 : static_cast<size_t>(i)]; }
+  // Layer i's tensors for the first N positions (GPT::layer_forward's view of them).
+  LayerTensors layer_tensors(int64_t i, int64_t N);
   const Buffer& dlogits() const { return dlogits_mm.tensor().empty() ? logits : dlogits_mm; }
   const Buffer& d_attention() const { return d_att_mm.tensor().empty() ? d_width : d_att_mm; }
   const Buffer& dq_raw() const { return dq_raw_mm.tensor().empty() ? q_raw : dq_raw_mm; }
@@ -64,8 +70,9 @@ struct Activations {
   // (Re)allocates for at least `positions` token positions when the capacity is smaller.
   // per_layer: one LayerActivations per layer (training) or a single shared one (evaluation).
   // logits: dtype, or mm (a training step whose fused cross-entropy writes d logits over them).
+  // head: the per-position head buffers (targets, logits, losses, argmax) too.
   void ensure(Backend& backend, const ModelConfig& config, DType dtype, DType mm, DType logits, int64_t positions,
-              bool per_layer, bool backward);
+              bool per_layer, bool backward, bool head);
 };
 
 // The first shape.numel() elements of a buffer, seen with `shape` (checked against the capacity).

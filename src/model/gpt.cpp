@@ -110,52 +110,56 @@ void GPT::ensure_rope_tables(int64_t positions) {
 
 // ---- forward ------------------------------------------------------------------------------------
 
-void GPT::forward_trunk(Activations& acts, int64_t B, int64_t T) {
-  const int64_t N = B * T, C = config_.n_embd;
+// x = rmsnorm(wte[tokens]), every layer, xf = rmsnorm(x), for the N positions whose tokens are in
+// acts.tokens. A pass with a backward keeps the first norm's output (resid0) for it.
+void GPT::trunk_forward(Activations& acts, int64_t N, AttentionPositions& positions) {
+  const int64_t C = config_.n_embd;
   Backend& be = *backend_;
-  ensure_rope_tables(T);
-  // x = rmsnorm(wte[idx])
+  ensure_compute_weights();
   be.embedding_forward(view(acts.embedded, {N, C}), view(acts.tokens, {N}), wte_->value);
-  be.rmsnorm_forward(view(acts.resid0, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
-  be.copy(view(acts.resid, {N, C}), view(acts.resid0, {N, C}));
-  for (int64_t l = 0; l < config_.n_layer; ++l) {
-    if (config_.has_attention(l)) attention_forward(acts, l, B, T);
-    mlp_forward(acts, l, N);
+  if (acts.with_backward) {
+    be.rmsnorm_forward(view(acts.resid0, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
+    be.copy(view(acts.resid, {N, C}), view(acts.resid0, {N, C}));
+  } else {
+    be.rmsnorm_forward(view(acts.resid, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
   }
+  for (int64_t l = 0; l < config_.n_layer; ++l) layer_forward(acts.layer_tensors(l, N), l, positions);
   be.rmsnorm_forward(view(acts.xf, {N, C}), view(acts.rstd_f, {N}), view(acts.resid, {N, C}), kNormEps);
 }
 
-// x += Wo attention(ropenorm(ln1 Wq^T), ropenorm(ln1 Wk^T), ln1 Wv^T) with ln1 = rmsnorm(x)
-void GPT::attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T) {
-  const int64_t N = B * T, C = config_.n_embd, H = config_.n_head, Hkv = config_.n_kv_head, D = config_.head_dim();
+// x += Wo attention(ropenorm(ln1 Wq^T), ropenorm(ln1 Wk^T), ln1 Wv^T) with ln1 = rmsnorm(x), where
+// the layer has attention; then x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x).
+void GPT::layer_forward(const LayerTensors& t, int64_t layer, AttentionPositions& positions) {
   Backend& be = *backend_;
-  LayerActivations& a = acts.layer(layer);
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
-  const Tensor x = view(acts.resid, {N, C}), ln1 = view(a.ln1, {N, C});
-  be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-  be.gemm(ln1, mm(p.c_q), view(acts.q_raw, {N, H * D}), false, true);
-  be.gemm(ln1, mm(p.c_k), view(acts.k_raw, {N, Hkv * D}), false, true);
-  be.gemm(ln1, mm(p.c_v), view(a.v, {N, Hkv * D}), false, true);
-  be.rope_qknorm_forward(view(a.q, {B, T, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, T, H, D}),
-                         rope_cos_, rope_sin_, 0, kNormEps);
-  be.rope_qknorm_forward(view(a.k, {B, T, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, T, Hkv, D}),
-                         rope_cos_, rope_sin_, 0, kNormEps);
-  be.attention_forward(view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}), view(a.q, {B, T, H, D}),
-                       view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}), 1.0 / std::sqrt(static_cast<double>(D)));
-  be.gemm(view(a.att, {N, H * D}), mm(p.attn_proj), x, false, true, 1.0, 1.0);
+  if (config_.has_attention(layer)) {
+    be.rmsnorm_forward(t.ln1, t.rstd1, t.x, kNormEps);
+    be.gemm(t.ln1, mm(p.c_q), t.q_raw, false, true);
+    be.gemm(t.ln1, mm(p.c_k), t.k_raw, false, true);
+    be.gemm(t.ln1, mm(p.c_v), t.v, false, true);
+    positions.attend(be, t, layer, rope_cos_, rope_sin_, 1.0 / std::sqrt(static_cast<double>(config_.head_dim())));
+    be.gemm(t.att, mm(p.attn_proj), t.x, false, true, 1.0, 1.0);
+  }
+  be.rmsnorm_forward(t.ln2, t.rstd2, t.x, kNormEps);
+  be.linear_forward_fp8(t.ln2, mm(p.c_fc), t.fc);  // fp8 when the backend was asked for it
+  be.relu2_forward(t.act, t.fc);
+  be.linear_forward_fp8(t.act, mm(p.mlp_proj), t.x, 1.0);
 }
 
-// x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x)
-void GPT::mlp_forward(Activations& acts, int64_t layer, int64_t N) {
-  const int64_t C = config_.n_embd, F = config_.mlp_hidden();
-  Backend& be = *backend_;
-  LayerActivations& a = acts.layer(layer);
-  const LayerParams& p = layers_[static_cast<size_t>(layer)];
-  const Tensor x = view(acts.resid, {N, C}), ln2 = view(a.ln2, {N, C});
-  be.rmsnorm_forward(ln2, view(a.rstd2, {N}), x, kNormEps);
-  be.linear_forward_fp8(ln2, mm(p.c_fc), view(a.fc, {N, F}));  // fp8 when the backend was asked for it
-  be.relu2_forward(view(a.act, {N, F}), view(a.fc, {N, F}));
-  be.linear_forward_fp8(view(a.act, {N, F}), mm(p.mlp_proj), x, 1.0);
+// logits = xf lm_head[:V]^T for the rows of xf given ([M, C] -> [M, V]).
+void GPT::head_forward(const Tensor& xf_rows, const Tensor& logits) {
+  backend_->gemm(xf_rows, head_weight(), logits, false, true);
+}
+
+void CausalRows::attend(Backend& be, const LayerTensors& t, int64_t, const Tensor& rope_cos, const Tensor& rope_sin,
+                        double scale) {
+  const int64_t D = rope_cos.shape[1] * 2, H = t.q.shape[1] / D, Hkv = t.k.shape[1] / D;
+  be.rope_qknorm_forward(t.q.reshaped({B_, T_, H, D}), t.rstd_q, t.q_raw.reshaped({B_, T_, H, D}), rope_cos,
+                         rope_sin, 0, kNormEps);
+  be.rope_qknorm_forward(t.k.reshaped({B_, T_, Hkv, D}), t.rstd_k, t.k_raw.reshaped({B_, T_, Hkv, D}), rope_cos,
+                         rope_sin, 0, kNormEps);
+  be.attention_forward(t.att.reshaped({B_, T_, H, D}), t.lse.reshaped({B_, H, T_}), t.q.reshaped({B_, T_, H, D}),
+                       t.k.reshaped({B_, T_, Hkv, D}), t.v.reshaped({B_, T_, Hkv, D}), scale);
 }
 
 double GPT::forward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) {
@@ -182,14 +186,14 @@ Activations& GPT::forward_to_logits(std::unique_ptr<Activations>& slot, bool tra
   // logits. Evaluation and the unfused path keep f32 logits.
   const DType logits_dtype = training && fused_loss_gradient_ ? matmul_dtype_ : dtype_;
   acts.ensure(*backend_, config_, dtype_, matmul_dtype_, logits_dtype, N, /*per_layer=*/training,
-              /*backward=*/training);
-  ensure_compute_weights();
+              /*backward=*/training, /*head=*/true);
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), inputs, DType::i32);
-  be.upload(view(acts.targets, {N}), targets, DType::i32);
-  forward_trunk(acts, B, T);
-  // logits = xf lm_head[:V]^T
-  be.gemm(view(acts.xf, {N, C}), head_weight(), view(acts.logits, {N, V}), false, true);
+  if (targets) be.upload(view(acts.targets, {N}), targets, DType::i32);
+  ensure_rope_tables(T);
+  CausalRows positions(B, T);
+  trunk_forward(acts, N, positions);
+  head_forward(view(acts.xf, {N, C}), view(acts.logits, {N, V}));
   return acts;
 }
 

@@ -7,7 +7,9 @@
 // - evaluation: evaluate(...) gives per-position losses (and optionally the argmax token) of a batch
 //               without keeping anything for a backward pass;
 // - inference:  forward_incremental(...) runs new tokens against a KVCache and returns the softcapped
-//               logits of each row's last position, for sampling.
+//               logits of each row's last position, for sampling; logits(...) gives every position's.
+// All of them (and SharedPrefixEvaluator's CORE scoring) run the one layer forward of
+// layer_forward.h; they differ only in the buffers each layer writes and in AttentionPositions.
 //
 // Activations are allocated on first use for the largest batch seen and reused by later calls.
 // Every tensor (parameters, gradients, activations) has the model's compute dtype: f32 normally,
@@ -31,6 +33,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/layer_forward.h"
 #include "model/parameters.h"
 
 namespace ct {
@@ -97,6 +100,9 @@ class GPT {
   // argmax_out: B*T token ids of the largest softcapped logit (first on ties), or nullptr.
   void evaluate(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T, float* losses_out,
                 int32_t* argmax_out = nullptr);
+  // logits_out: B*T*vocab_size floats, the softcapped logits of every position (the distribution
+  // that evaluate() scores and forward_incremental() samples from).
+  void logits(const int32_t* inputs, int64_t B, int64_t T, float* logits_out);
 
   // ---- inference --------------------------------------------------------------------------------
   // tokens: B*Tn ids (row-major [B, Tn]) at positions cache.position() .. + Tn - 1 of every row.
@@ -119,16 +125,19 @@ class GPT {
   void forward_losses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
   // The matmul operand of a weight: its compute copy when there is one, else its value.
   const Tensor& mm(const Parameter* p) const { return p->compute.tensor().empty() ? p->value.tensor() : p->compute.tensor(); }
-  // Embedding, first norm and every layer for B rows of T tokens already in acts.tokens;
-  // leaves the final normed stream in acts.xf. With one LayerActivations every layer reuses it.
-  void forward_trunk(Activations& acts, int64_t B, int64_t T);
-  // The shared start of training and evaluation: sizes `slot`'s activations (every layer's and the
-  // backward buffers when `training`, else one reused layer), refreshes stale weight copies, uploads
-  // the tokens and targets, runs the trunk and the head, leaving the logits in the activations.
+  // The forward pass, written once for every use (layer_forward.h): the embedding, its norm, every
+  // layer and the final norm for the N positions whose tokens are in acts.tokens, leaving the final
+  // normed stream in acts.xf; `positions` places the tokens and picks the keys attention sees.
+  void trunk_forward(Activations& acts, int64_t N, AttentionPositions& positions);
+  void layer_forward(const LayerTensors& t, int64_t layer, AttentionPositions& positions);
+  // logits [M, V] = xf_rows [M, C] lm_head[:V]^T.
+  void head_forward(const Tensor& xf_rows, const Tensor& logits);
+  // The shared start of training, evaluation and logits(): sizes `slot`'s activations (every layer's
+  // and the backward buffers when `training`, else one reused layer), uploads the tokens and the
+  // targets (when given), runs the trunk (CausalRows) and the head, leaving the logits in the
+  // activations.
   Activations& forward_to_logits(std::unique_ptr<Activations>& slot, bool training, const int32_t* inputs,
                                  const int32_t* targets, int64_t B, int64_t T);
-  void attention_forward(Activations& acts, int64_t layer, int64_t B, int64_t T);
-  void mlp_forward(Activations& acts, int64_t layer, int64_t N);
   void attention_backward(int64_t layer, int64_t B, int64_t T);
   Tensor residual_gradient_operand(Activations& acts, int64_t N);
   void mlp_backward(int64_t layer, int64_t N);
@@ -159,7 +168,7 @@ class GPT {
   bool backward_ready_ = false;
 
   friend class KVCache;
-  friend class SharedPrefixEvaluator;  // model/shared_prefix_eval.h: a layer-by-layer eval pass
+  friend class SharedPrefixEvaluator;  // model/shared_prefix_eval.h: the trunk over shared prefixes
 };
 
 // Keys and values of every attention layer for B rows of up to max_positions tokens.

@@ -1,6 +1,8 @@
-// The GPT without a backward pass: evaluation (per-position losses and argmax) and incremental
-// inference against a KV cache. Both reuse one layer's activations for every layer.
+// The GPT without a backward pass: evaluation (per-position losses and argmax, or logits) and
+// incremental inference against a KV cache. Both reuse one layer's activations for every layer and
+// run the layers of gpt.cpp (layer_forward.h).
 #include <cmath>
+#include <vector>
 
 #include "model/activations.h"
 #include "model/gpt.h"
@@ -37,68 +39,82 @@ KVCache::KVCache(GPT& model, int64_t batch_rows, int64_t max_positions)
   }
 }
 
-// Tokens at positions pos .. pos+Tn-1: the same layers as forward_trunk, except that attention reads
-// every cached key and value of its row (rotary offset pos; query i sits at position pos + i).
+namespace {
+
+// The new tokens sit at positions pos .. pos+Tn-1 of every row; their keys and values join the
+// row's cache, and each query attends to every cached key of its row up to itself.
+class CachedRows final : public AttentionPositions {
+ public:
+  CachedRows(KVCache& cache, std::vector<Buffer>& keys, std::vector<Buffer>& values, int64_t B, int64_t Tn)
+      : cache_(cache), keys_(keys), values_(values), B_(B), Tn_(Tn) {}
+  void attend(Backend& be, const LayerTensors& t, int64_t layer, const Tensor& rope_cos, const Tensor& rope_sin,
+              double scale) override {
+    const int64_t D = rope_cos.shape[1] * 2, H = t.q.shape[1] / D, Hkv = t.k.shape[1] / D, kv_width = Hkv * D;
+    const int64_t pos = cache_.position(), Tk = pos + Tn_, P = cache_.max_positions();
+    be.rope_qknorm_forward(t.q.reshaped({B_, Tn_, H, D}), t.rstd_q, t.q_raw.reshaped({B_, Tn_, H, D}), rope_cos,
+                           rope_sin, pos, kNormEps);
+    be.rope_qknorm_forward(t.k.reshaped({B_, Tn_, Hkv, D}), t.rstd_k, t.k_raw.reshaped({B_, Tn_, Hkv, D}), rope_cos,
+                           rope_sin, pos, kNormEps);
+    const Buffer& cache_k = keys_[static_cast<size_t>(layer)];
+    const Buffer& cache_v = values_[static_cast<size_t>(layer)];
+    // Each row's cache is contiguous ([max_positions, Hkv*D]), so rows are attended one at a time.
+    for (int64_t b = 0; b < B_; ++b) {
+      const Tensor row_k = cache_k.tensor().rows(b, b + 1).reshaped({P, kv_width});
+      const Tensor row_v = cache_v.tensor().rows(b, b + 1).reshaped({P, kv_width});
+      be.copy(row_k.rows(pos, Tk), t.k.reshaped({B_, Tn_ * kv_width}).rows(b, b + 1).reshaped({Tn_, kv_width}));
+      be.copy(row_v.rows(pos, Tk), t.v.reshaped({B_, Tn_ * kv_width}).rows(b, b + 1).reshaped({Tn_, kv_width}));
+      be.attention_forward(t.att.reshaped({B_, Tn_, H, D}).rows(b, b + 1), t.lse.reshaped({B_, H, Tn_}).rows(b, b + 1),
+                           t.q.reshaped({B_, Tn_, H, D}).rows(b, b + 1), row_k.rows(0, Tk).reshaped({1, Tk, Hkv, D}),
+                           row_v.rows(0, Tk).reshaped({1, Tk, Hkv, D}), scale);
+    }
+  }
+
+ private:
+  KVCache& cache_;
+  std::vector<Buffer>& keys_;
+  std::vector<Buffer>& values_;
+  int64_t B_, Tn_;
+};
+
+// logits <- cap * tanh(logits / cap), on the host (model.md's softcap).
+void softcap_in_place(float* logits, int64_t count, double cap) {
+  for (int64_t i = 0; i < count; ++i) logits[i] = static_cast<float>(cap * std::tanh(logits[i] / cap));
+}
+
+}  // namespace
+
+void GPT::logits(const int32_t* inputs, int64_t B, int64_t T, float* logits_out) {
+  Activations& acts = forward_to_logits(eval_acts_, /*training=*/false, inputs, /*targets=*/nullptr, B, T);
+  const int64_t N = B * T, V = config_.vocab_size;
+  backend_->download(logits_out, DType::f32, view(acts.logits, {N, V}));
+  softcap_in_place(logits_out, N * V, config_.softcap);
+}
+
+// Tokens at positions pos .. pos+Tn-1 (cache.position() = pos): the trunk with attention over each
+// row's cache (CachedRows), then the head on each row's last new position.
 void GPT::forward_incremental(const int32_t* tokens, int64_t B, int64_t Tn, KVCache& cache, float* last_logits_out) {
   const int64_t pos = cache.position_, Tk = pos + Tn;
   check(B == cache.batch_rows_, "GPT::forward_incremental: the cache holds ", cache.batch_rows_, " rows, got ", B);
   check(Tn > 0 && Tk <= cache.max_positions_, "GPT::forward_incremental: ", Tn, " new tokens at position ", pos,
         " exceed the cache's ", cache.max_positions_, " positions");
-  const int64_t N = B * Tn, C = config_.n_embd, H = config_.n_head, Hkv = config_.n_kv_head, D = config_.head_dim();
-  const int64_t kv_width = Hkv * D, V = config_.vocab_size;
+  const int64_t N = B * Tn, C = config_.n_embd, V = config_.vocab_size;
   if (!eval_acts_) eval_acts_ = std::make_unique<Activations>();
   Activations& acts = *eval_acts_;
-  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, dtype_, N, /*per_layer=*/false, /*backward=*/false);
-  ensure_compute_weights();
+  acts.ensure(*backend_, config_, dtype_, matmul_dtype_, dtype_, N, /*per_layer=*/false, /*backward=*/false,
+              /*head=*/true);
   ensure_rope_tables(Tk);
   Backend& be = *backend_;
   be.upload(view(acts.tokens, {N}), tokens, DType::i32);
-  be.embedding_forward(view(acts.embedded, {N, C}), view(acts.tokens, {N}), wte_->value);
-  const Tensor x = view(acts.resid, {N, C});
-  be.rmsnorm_forward(x, view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  for (int64_t l = 0; l < config_.n_layer; ++l) {
-    if (config_.has_attention(l)) {
-      LayerActivations& a = acts.layer(l);
-      const LayerParams& p = layers_[static_cast<size_t>(l)];
-      const Tensor ln1 = view(a.ln1, {N, C});
-      be.rmsnorm_forward(ln1, view(a.rstd1, {N}), x, kNormEps);
-      be.gemm(ln1, mm(p.c_q), view(acts.q_raw, {N, H * D}), false, true);
-      be.gemm(ln1, mm(p.c_k), view(acts.k_raw, {N, kv_width}), false, true);
-      be.gemm(ln1, mm(p.c_v), view(a.v, {N, kv_width}), false, true);
-      be.rope_qknorm_forward(view(a.q, {B, Tn, H, D}), view(a.rstd_q, {N * H}), view(acts.q_raw, {B, Tn, H, D}),
-                             rope_cos_, rope_sin_, pos, kNormEps);
-      be.rope_qknorm_forward(view(a.k, {B, Tn, Hkv, D}), view(a.rstd_k, {N * Hkv}), view(acts.k_raw, {B, Tn, Hkv, D}),
-                             rope_cos_, rope_sin_, pos, kNormEps);
-      const Buffer& cache_k = cache.keys_[static_cast<size_t>(l)];
-      const Buffer& cache_v = cache.values_[static_cast<size_t>(l)];
-      // Each row's cache is contiguous ([max_positions, Hkv*D]), so rows are attended one at a time.
-      for (int64_t b = 0; b < B; ++b) {
-        const Tensor row_k = cache_k.tensor().rows(b, b + 1).reshaped({cache.max_positions_, kv_width});
-        const Tensor row_v = cache_v.tensor().rows(b, b + 1).reshaped({cache.max_positions_, kv_width});
-        be.copy(row_k.rows(pos, Tk), view(a.k, {B, Tn * kv_width}).rows(b, b + 1).reshaped({Tn, kv_width}));
-        be.copy(row_v.rows(pos, Tk), view(a.v, {B, Tn * kv_width}).rows(b, b + 1).reshaped({Tn, kv_width}));
-        const Tensor q_b = view(a.q, {B, Tn, H, D}).rows(b, b + 1);
-        const Tensor out_b = view(a.att, {B, Tn, H, D}).rows(b, b + 1);
-        const Tensor lse_b = view(a.lse, {B, H, Tn}).rows(b, b + 1);
-        be.attention_forward(out_b, lse_b, q_b, row_k.rows(0, Tk).reshaped({1, Tk, Hkv, D}),
-                             row_v.rows(0, Tk).reshaped({1, Tk, Hkv, D}), scale);
-      }
-      be.gemm(view(a.att, {N, H * D}), mm(p.attn_proj), x, false, true, 1.0, 1.0);
-    }
-    mlp_forward(acts, l, N);
-  }
-  be.rmsnorm_forward(view(acts.xf, {N, C}), view(acts.rstd_f, {N}), x, kNormEps);
-  // the head on each row's last position only
+  CachedRows positions(cache, cache.keys_, cache.values_, B, Tn);
+  trunk_forward(acts, N, positions);
   // the MLP's normed input is free here (matmul dtype, [N, C] >= [B, C]): gather the last rows into it
   const Tensor last = view(acts.layer(0).ln2, {B, C});
   for (int64_t b = 0; b < B; ++b)
     be.copy(last.rows(b, b + 1), view(acts.xf, {N, C}).rows(b * Tn + Tn - 1, b * Tn + Tn));
   const Tensor logits = view(acts.logits, {B, V});
-  be.gemm(last, head_weight(), logits, false, true);
+  head_forward(last, logits);
   be.download(last_logits_out, DType::f32, logits);
-  const double cap = config_.softcap;
-  for (int64_t i = 0; i < B * V; ++i) last_logits_out[i] = static_cast<float>(cap * std::tanh(last_logits_out[i] / cap));
+  softcap_in_place(last_logits_out, B * V, config_.softcap);
   cache.position_ = Tk;
 }
 

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
 #include "backend/backend.h"
 #include "model/gpt.h"
 
@@ -37,6 +39,7 @@ struct SharedPrefixRowScores {
 class SharedPrefixEvaluator {
  public:
   explicit SharedPrefixEvaluator(GPT& model);
+  ~SharedPrefixEvaluator();
 
   // Positions computed by one pass over these groups (prefixes plus padded continuation rows): the
   // size that memory grows with; a caller bounds it by splitting the groups.
@@ -46,15 +49,14 @@ class SharedPrefixEvaluator {
   void evaluate(const std::vector<SharedPrefixGroup>& groups, std::vector<std::vector<SharedPrefixRowScores>>& out);
 
  private:
+  class PrefixGroups;  // the AttentionPositions of a pass (shared_prefix_eval.cpp)
   void ensure_capacity(int64_t positions, int64_t kv_rows, int64_t head_rows);
-  void attention_layer(int64_t layer, const std::vector<SharedPrefixGroup>& groups);
 
   GPT& model_;
   // Offsets of the current pass (in positions of the flat stream).
   std::vector<int64_t> prefix_offset_, rows_offset_, row_length_;
-  int64_t positions_ = 0;
-  int64_t capacity_ = 0, kv_capacity_ = 0, head_capacity_ = 0;
-  Buffer tokens_, embedded_, x_, ln_, rstd_, q_raw_, k_raw_, q_, k_, v_, att_, lse_, fc_, act_;
+  int64_t kv_capacity_ = 0, head_capacity_ = 0;
+  std::unique_ptr<Activations> acts_;  // the trunk's buffers: one layer's worth, no head
   Buffer keys_, values_;  // one group's [rows, P + C_max, Hkv*D] keys and values
   Buffer gathered_, logits_, head_targets_, losses_, argmax_;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cuda_test_support.h"
+#include "model/shared_prefix_eval.h"
 #include "model/tiny_model.h"
 #include "optim/optimizer.h"
 #include "train/train_step.h"
@@ -171,6 +172,47 @@ TEST(CudaModel, EvaluationAndIncrementalInferenceAgreeInBf16) {
     for (int j = 0; j < 300; ++j) sum += std::exp(z[j] - max_z);
     const double loss = max_z + std::log(sum) - z[targets[static_cast<size_t>(r * 32 + 31)]];
     EXPECT_NEAR(loss, losses[static_cast<size_t>(r * 32 + 31)], 0.03 * std::max(1.0, loss)) << "row " << r;
+  }
+}
+
+// The forward written once (model/layer_forward.h) on the device, with fp8 off and on: evaluation,
+// shared-prefix scoring (each row a group without a prefix) and logits() against the KV cache agree,
+// so a model trained with fp8 MLP products is scored by the forward it was trained with.
+TEST(CudaModel, EveryUseOfTheForwardAgreesWithAndWithoutFp8) {
+  CT_REQUIRE_CUDA();
+  for (bool fp8 : {false, true}) {
+    Backend* gpu = cuda({"bf16", fp8});
+    ASSERT_NE(gpu, nullptr);
+    GPT model(*gpu, small_config(), DType::f32);
+    randomize_parameters(model, 12, 1.0);
+    model.refresh_compute_weights();
+    const int64_t B = 2, T = 64, V = 300;
+    std::vector<int32_t> inputs, targets;
+    random_batch(B, T, V, 12, inputs, targets);
+    std::vector<float> losses(static_cast<size_t>(B * T));
+    model.evaluate(inputs.data(), targets.data(), B, T, losses.data());
+    std::vector<SharedPrefixGroup> groups(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      groups[static_cast<size_t>(b)].inputs = {std::vector<int32_t>(inputs.begin() + b * T, inputs.begin() + (b + 1) * T)};
+      groups[static_cast<size_t>(b)].targets = {
+          std::vector<int32_t>(targets.begin() + b * T, targets.begin() + (b + 1) * T)};
+    }
+    std::vector<std::vector<SharedPrefixRowScores>> shared;
+    SharedPrefixEvaluator(model).evaluate(groups, shared);
+    for (int64_t i = 0; i < B * T; ++i)
+      EXPECT_NEAR(shared[static_cast<size_t>(i / T)][0].loss[static_cast<size_t>(i % T)], losses[static_cast<size_t>(i)],
+                  1e-3 * std::max(1.0f, losses[static_cast<size_t>(i)]))
+          << "fp8 " << fp8 << " position " << i;
+    std::vector<float> logits(static_cast<size_t>(B * T * V)), cached(static_cast<size_t>(B * V));
+    model.logits(inputs.data(), B, T, logits.data());
+    KVCache cache(model, B, T);
+    model.forward_incremental(inputs.data(), B, T, cache, cached.data());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t v = 0; v < V; ++v) {
+        const float want = logits[static_cast<size_t>(((b + 1) * T - 1) * V + v)];
+        EXPECT_NEAR(cached[static_cast<size_t>(b * V + v)], want, 1e-3 * std::max(1.0f, std::abs(want)))
+            << "fp8 " << fp8 << " row " << b << " token " << v;
+      }
   }
 }
 
