@@ -1,4 +1,4 @@
-// Times the backend's ops at the baseline's shapes (model.md: N = 65,536 positions, C = 640,
+// Times the backend's ops at the baseline's shapes (docs/model.md: N = 65,536 positions, C = 640,
 // F = 2560, V = 8192, 5 heads of 128, T = 1024) plus the two ceilings every speed claim divides by:
 // the matmul rate on a large square product and the device-to-device copy bandwidth.
 //

@@ -10,7 +10,7 @@ import os
 import sys
 
 PEAK_BF16 = 989.4e12  # H100/H200 SXM dense bf16, the data sheet's number
-# model.md baseline, nanochat's count (src/model/config.h flops_per_token):
+# docs/model.md baseline, nanochat's count (src/model/config.h flops_per_token):
 #   6 * (parameters - wte) + 12 * layers * width * T
 BASELINE_FLOPS_PER_TOKEN = 6 * (59_637_760 - 8192 * 640) + 12 * 10 * 640 * 1024
 

@@ -9,7 +9,7 @@ Rows are windows k of seq_len + 1 tokens, tokens [k*T, k*T + T] of a shard (the 
 it). Each epoch shuffles the shard order, and each shard's windows, with SplitMix64 keyed by the seed,
 the epoch and the shard (Fisher-Yates, the same arithmetic mod 2^64); a batch that would run past the
 epoch's end starts the next epoch. One process (rank 0 of 1). Shards are read through numpy.memmap
-(formats.md: 256 int32 header, then uint16 or uint32 tokens); the manifest's SHA-256 of each shard is
+(docs/formats.md: 256 int32 header, then uint16 or uint32 tokens); the manifest's SHA-256 of each shard is
 not recomputed here (clocktrain verifies it when it reads the same folder).
 """
 

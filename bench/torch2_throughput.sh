@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput of clocktrain against the PyTorch 2 a user installs from PyPI, eager and
 # torch.compile (bench/torch2_venv.sh: pinned, in a venv of the benches' own), on the same machine,
-# thread count, model (bench/torch_reference.py, model.md's twin), batch and optimizer, run
+# thread count, model (bench/torch_reference.py, docs/model.md's twin), batch and optimizer, run
 # alternately in one invocation, ROUNDS times each, for cpu-small and the baseline shape, in f32 and,
 # where the CPU has a bf16 engine (AVX512-BF16 or AMX), bf16 (clocktrain's backend.matmul_precision
 # bf16; torch.autocast(bfloat16) on the torch side). Prints the machine (CPU model, ISA flags, versions),

@@ -6,7 +6,7 @@ usage: torch2_train.py RECIPE --data DIR --out DIR --budget S [--threads N] [--s
                        [--mode compile|eager] [--precision auto|f32|bf16]
 
 The same as clocktrain's trainer:
-- the model, its shapes and model.md's initialisation rule (bench/torch_recipe.py; clocktrain draws from
+- the model, its shapes and docs/model.md's initialisation rule (bench/torch_recipe.py; clocktrain draws from
   its own generator, so the initial weights differ draw by draw);
 - the rows: bench/token_rows.py replays TokenLoader's order for the recipe's seed, micro-batch by
   micro-batch;

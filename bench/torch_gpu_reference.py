@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The baseline GPT of docs model.md, trained in PyTorch with torch.compile: the side-by-side
+"""The baseline GPT of docs/model.md, trained in PyTorch with torch.compile: the side-by-side
 reference for clocktrain's CUDA backend (bench/gpu_check.sh runs both in one device call).
 
-Same shape, optimizer and step as model.md: 10 layers, width 640, 5 heads of 128, T = 1024,
+Same shape, optimizer and step as docs/model.md: 10 layers, width 640, 5 heads of 128, T = 1024,
 vocab 8192, relu^2 MLP, rotary (half split) + QK norm, softcap 15, untied head; Muon (Nesterov
 momentum, 5 Newton-Schulz iterations in bf16) for the layers' matrices, AdamW for wte and lm_head
 (lr scaled by (640/768)^-0.5), global gradient clipping at 1.0; bf16 autocast, fp32 master weights.
@@ -39,7 +39,7 @@ def causal_attention(q, k, v):  # [B, H, T, D]
     return scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
 
 
-def rotary(x, cos, sin):  # x [B, T, H, D]; half split as model.md
+def rotary(x, cos, sin):  # x [B, T, H, D]; half split as docs/model.md
     d = x.shape[-1] // 2
     x1, x2 = x[..., :d], x[..., d:]
     return torch.cat([x1 * cos + x2 * sin, -x1 * sin + x2 * cos], dim=-1)
@@ -79,7 +79,7 @@ class GPT(nn.Module):
         angles = torch.outer(torch.arange(seq_len, dtype=torch.float64), inv_freq)
         self.register_buffer("cos", angles.cos().float()[None, :, None, :], persistent=False)
         self.register_buffer("sin", angles.sin().float()[None, :, None, :], persistent=False)
-        # model.md initialisation
+        # docs/model.md initialisation
         nn.init.normal_(self.wte.weight, 0.0, 1.0)
         nn.init.zeros_(self.lm_head.weight)
         for b in self.blocks:

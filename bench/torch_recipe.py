@@ -1,6 +1,6 @@
 """A clocktrain recipe as PyTorch objects, for the torch sides of the benches (torch_reference.py,
-torch2_train.py): the recipe file resolved over recipes/baseline.toml, the model of docs model.md
-(tests/python/reference_gpt.py) with model.md's initialisation rule, the optimizer with every field of
+torch2_train.py): the recipe file resolved over recipes/baseline.toml, the model of docs/model.md
+(tests/python/reference_gpt.py) with docs/model.md's initialisation rule, the optimizer with every field of
 the recipe (tests/python/reference_optim.py), and the matmul precision as torch runs it.
 
 Precision: clocktrain's "bf16" is bf16 matmul operands with f32 accumulation, f32 master weights and
@@ -44,7 +44,7 @@ def model_config(recipe):
 
 
 def build_model(recipe, seed):
-    """The GPT with model.md's initialisation (clocktrain draws the same distributions from its own
+    """The GPT with docs/model.md's initialisation (clocktrain draws the same distributions from its own
     generator, so the weights differ draw by draw, never in law)."""
     torch.manual_seed(seed)
     model = GPT(model_config(recipe))

@@ -1,5 +1,5 @@
 """The PyTorch side of bench/train_throughput.sh (Debian's torch) and bench/torch2_throughput.sh
-(PyTorch 2 from PyPI): the same model (tests/python/reference_gpt.py, from model.md), batch, optimizer
+(PyTorch 2 from PyPI): the same model (tests/python/reference_gpt.py, from docs/model.md), batch, optimizer
 (tests/python/reference_optim.py: clipping, Muon, AdamW) and thread count as
 bench/train_throughput_bench.cpp, on random tokens, timed step by step.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The op interface between the model and a device (architecture.md): the model is written once as
+// The op interface between the model and a device (docs/architecture.md): the model is written once as
 // explicit forward and backward passes over these ops; a backend (cpu/, cuda/) implements them.
 //
 // Conventions
@@ -155,7 +155,7 @@ class Backend {
                             double beta1, double beta2, double eps, double weight_decay, int64_t step) = 0;
   // Muon's momentum (Nesterov form): buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf.
   virtual void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) = 0;
-  // Newton-Schulz orthogonalisation of the 2-D matrix g into x (same shape), model.md:
+  // Newton-Schulz orthogonalisation of the 2-D matrix g into x (same shape), docs/model.md:
   //   X = G / (||G||_F + 1e-7) (transposed first when rows > cols); `steps` times:
   //   A = X X^T, B = b A + c A A, X = a X + B X; transposed back.
   virtual void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Corpus readers (formats.md, "Raw text"): JSONL documents with a "text" field (other fields kept as
+// Corpus readers (docs/formats.md, "Raw text"): JSONL documents with a "text" field (other fields kept as
 // metadata), plain or .zst or .gz, .txt files holding one document each, and Parquet files holding
 // one document per row in a string column (parquet_reader.h). A corpus is a list of
 // such files read in name order, one document at a time: nothing holds the whole corpus in memory.

@@ -12,7 +12,7 @@
 //
 // Only shards that the manifest lists for the split are opened, each checked against the manifest's
 // SHA-256 when first opened. The split "val" is refused: the trainer can never read the pinned
-// validation documents through this class (harness.md, the data gate). With a ReadGuard
+// validation documents through this class (docs/harness.md, the data gate). With a ReadGuard
 // (util/read_guard.h), every file is admitted by the guard before it is opened, so a manifest or a
 // shard that resolves into val/ or eval_bundle/ is refused and the guard records what was read.
 #include <cstdint>

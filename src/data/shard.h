@@ -1,5 +1,5 @@
 #pragma once
-// Token shards in the llm.c / modded-nanogpt layout (formats.md): a header of 256 little-endian int32
+// Token shards in the llm.c / modded-nanogpt layout (docs/formats.md): a header of 256 little-endian int32
 // (magic 20240520, version, token count, then zeros) followed by the tokens, uint16 in version 1
 // (vocab <= 65536) and uint32 in version 2. Readers map the file and check magic, version and that
 // its length is exactly header + count * token size.

@@ -1,5 +1,5 @@
 #pragma once
-// val_bpb (eval.md): bits per byte of the pinned validation documents.
+// val_bpb (docs/eval.md): bits per byte of the pinned validation documents.
 //
 // The documents are tokenized with BOS in front of each and concatenated into one stream. Row r
 // holds stream[r*T, r*T + T + 1) (T = sequence_len), so inputs = row[:-1] and targets = row[1:] and
@@ -19,7 +19,7 @@
 
 namespace ct {
 
-// The text of every document of a corpus file or folder (formats.md "Raw text"), in corpus order.
+// The text of every document of a corpus file or folder (docs/formats.md "Raw text"), in corpus order.
 std::vector<std::string> read_documents(const std::filesystem::path& dir_or_file);
 
 // BOS + tokens of each document, concatenated (tokenized in parallel; the order is the documents').

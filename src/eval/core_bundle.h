@@ -1,5 +1,5 @@
 #pragma once
-// The CORE bundle (eval.md, nanochat's eval_bundle layout): core.yaml lists the tasks,
+// The CORE bundle (docs/eval.md, nanochat's eval_bundle layout): core.yaml lists the tasks,
 // eval_meta_data.csv gives each task's random baseline, eval_data/<dataset_uri> holds the rows.
 #include <cstdint>
 #include <filesystem>

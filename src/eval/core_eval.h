@@ -1,5 +1,5 @@
 #pragma once
-// The CORE evaluator (eval.md): per task, shuffle the rows with Random(1337), keep max_per_task,
+// The CORE evaluator (docs/eval.md): per task, shuffle the rows with Random(1337), keep max_per_task,
 // pick few-shot rows with Random(1234 + idx).sample, render and tokenize the prompts, score them
 // with a SequenceScorer, and turn losses into accuracy and centered accuracy; CORE is the mean of
 // the centered accuracies over the tasks present.

@@ -1,5 +1,5 @@
 #pragma once
-// Steps 2 and 3 of eval.md's CORE procedure: few-shot selection and prompt rendering.
+// Steps 2 and 3 of docs/eval.md's CORE procedure: few-shot selection and prompt rendering.
 #include <cstddef>
 #include <string>
 #include <vector>

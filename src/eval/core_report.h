@@ -1,5 +1,5 @@
 #pragma once
-// CORE results as JSON (eval.md: per task label, shots, type, rows, accuracy, centered, seconds, and
+// CORE results as JSON (docs/eval.md: per task label, shots, type, rows, accuracy, centered, seconds, and
 // the aggregate) and as a table for the terminal; and the per-row dump used by --dump-prompts and
 // the parity test against tests/python/core_reference.py.
 #include <string>

@@ -54,7 +54,7 @@ CoreQuestion build_core_question(CoreTaskType type, const std::vector<std::strin
       const auto& without = tokens[0];
       const auto& with = tokens[1];
       // A prefix, not necessarily a proper one: a continuation that adds no tokens leaves an empty span,
-      // which eval.md's rule ("the greedy argmax at every span position") judges correct.
+      // which docs/eval.md's rule ("the greedy argmax at every span position") judges correct.
       const bool is_prefix = without.size() <= with.size() && std::equal(without.begin(), without.end(), with.begin());
       if (!is_prefix) {
         q.prefix_mismatch = true;

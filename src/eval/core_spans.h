@@ -1,5 +1,5 @@
 #pragma once
-// Step 4 of eval.md's CORE procedure: tokenize a row's prompts (BOS first), find the scored span of
+// Step 4 of docs/eval.md's CORE procedure: tokenize a row's prompts (BOS first), find the scored span of
 // each, and fit every sequence into the model's context.
 #include <cstdint>
 #include <string>

@@ -35,7 +35,7 @@ class SequenceScorer {
 
   // The model's context T: the most positions one forward pass takes. score() accepts sequences of
   // 1..T+1 tokens (the last token is only a target, never an input): CORE truncates its sequences
-  // to T tokens (eval.md), val_bpb scores rows of T+1 tokens.
+  // to T tokens (docs/eval.md), val_bpb scores rows of T+1 tokens.
   virtual int64_t context_length() const = 0;
 
   // Scores each sequence (lengths may all differ). out is resized to sequences.size().

@@ -1,5 +1,5 @@
 #pragma once
-// The leaderboard of harness.md: eligible results ranked by the round's score, the rest listed apart
+// The leaderboard of docs/harness.md: eligible results ranked by the round's score, the rest listed apart
 // with the reasons: the checks they failed, a practice run (never ranked with real runs), and in
 // round 2 a CORE score on a subset of rows or tasks (not comparable with a full CORE).
 //   Round 1: score = val_bpb, lower is better.

@@ -1,5 +1,5 @@
 #pragma once
-// The correctness gate of harness.md: each check is a pure function from the evidence that the
+// The correctness gate of docs/harness.md: each check is a pure function from the evidence that the
 // trainer, the evaluator and the harness collected to a verdict {name, passed, evidence text}.
 // The evidence text says what was measured, so a reader of result.json can judge it without logs.
 #include <cstdint>
@@ -12,8 +12,8 @@
 
 namespace ct {
 
-// What a round demands beyond the recipe's own figures (harness.md).
-// Round 2 (harness.md): a 4-hour budget, every device of the machine (full_machine, as in round 1) and
+// What a round demands beyond the recipe's own figures (docs/harness.md).
+// Round 2 (docs/harness.md): a 4-hour budget, every device of the machine (full_machine, as in round 1) and
 // the full CORE within the timeout. A practice run (`clocktrain run --practice`, marked so in
 // result.json and never ranked with real runs) may take a shorter budget and a CORE subset.
 struct GateRules {

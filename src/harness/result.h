@@ -16,7 +16,7 @@ namespace ct {
 inline constexpr const char* kResultFormat = "clocktrain-result/1";
 inline constexpr const char* kResultFileName = "result.json";
 
-// The gate's checks, in the order result.json lists them (harness.md). core_time only in round 2.
+// The gate's checks, in the order result.json lists them (docs/harness.md). core_time only in round 2.
 inline constexpr const char* kCheckTime = "time";
 inline constexpr const char* kCheckValidScore = "valid_score";
 inline constexpr const char* kCheckTrustedEvaluation = "trusted_evaluation";

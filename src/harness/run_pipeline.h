@@ -1,5 +1,5 @@
 #pragma once
-// `clocktrain run RECIPE` (docs/run.md, harness.md): the whole timed run and its verdict.
+// `clocktrain run RECIPE` (docs/run.md, docs/harness.md): the whole timed run and its verdict.
 //   1. the tokenizer and shards, from the training corpus only, cached by content (data_cache.h);
 //   2. the trainer against the clock into RUN_DIR, every file it opens admitted by a read guard
 //      that refuses DATA/val and DATA/eval_bundle; the final checkpoint hashed right after saving;

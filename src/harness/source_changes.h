@@ -1,5 +1,5 @@
 #pragma once
-// The "simpler code" tie-break of harness.md: how many non-blank, non-comment source lines the run's
+// The "simpler code" tie-break of docs/harness.md: how many non-blank, non-comment source lines the run's
 // code changes or adds against a declared baseline revision, counted by clocktrain from git.
 //
 // The tree is the one the binary was built from (kSourceDir of the version header); the lines are

@@ -1,5 +1,5 @@
 #pragma once
-// Arm hygiene (lab.md, step 2): arms are compared whole. Every input of every run (its fingerprint,
+// Arm hygiene (docs/lab.md, step 2): arms are compared whole. Every input of every run (its fingerprint,
 // run_record.h) is compared; a difference is allowed only when the experiment declared it as its
 // change, and even a declared key must be constant within each arm. Everything else blocks a verdict
 // (a speed-up that came from a debug variable set on one arm only is caught here).

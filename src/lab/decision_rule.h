@@ -1,5 +1,5 @@
 #pragma once
-// The decision rule of an experiment, written before any run (lab.md, step 1), in a one-line
+// The decision rule of an experiment, written before any run (docs/lab.md, step 1), in a one-line
 // language that people can read and the lab can apply:
 //
 //   accept if mean(B) - mean(A) < -0.005 at 95%

@@ -1,5 +1,5 @@
 #pragma once
-// Elasticity (lab.md, step 4): how val_bpb responds to more training, measured locally. Runs of one
+// Elasticity (docs/lab.md, step 4): how val_bpb responds to more training, measured locally. Runs of one
 // recipe at several budgets (or step counts) are grouped into levels, sorted by x = ln(steps) (or
 // ln(tokens)); each pair of adjacent levels is one range with its own ordinary-least-squares line
 // through every run of the two levels, y = a + slope * x, and the slope's standard error

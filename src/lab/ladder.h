@@ -1,5 +1,5 @@
 #pragma once
-// The validation ladder (lab.md, step 5). A change climbs the rungs in order and may not skip one:
+// The validation ladder (docs/lab.md, step 5). A change climbs the rungs in order and may not skip one:
 //   cpu-check  gradient and numerics tests of what changed   recorded by `lab check` (a command)
 //   probe      a few steps on the target device              `lab run/add --rung probe`, or `lab check`
 //   smoke      a short timed run                             `lab run/add --rung smoke`
@@ -8,7 +8,7 @@
 //   cpu-check, probe recorded by `lab check`: the command exited with status 0;
 //   probe recorded as a run: the run finished (exit status 0 when launched by the lab) with a finite
 //     val_bpb and, when the gate lists it, a passed valid_score check (no NaN/Inf during training);
-//   smoke, full: the run's gate is eligible (every check of harness.md passed).
+//   smoke, full: the run's gate is eligible (every check of docs/harness.md passed).
 #include <optional>
 #include <string>
 #include <string_view>

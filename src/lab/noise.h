@@ -1,5 +1,5 @@
 #pragma once
-// Noise is measured, not assumed (lab.md, step 3). From runs of one configuration (same inputs,
+// Noise is measured, not assumed (docs/lab.md, step 3). From runs of one configuration (same inputs,
 // seeds varying, some seeds repeated):
 //   seed spread   s_seed = sample std over seeds of the per-seed mean value (k seeds, df k - 1);
 //                 with one run per seed it is the plain sample std of the runs.

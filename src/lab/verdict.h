@@ -1,5 +1,5 @@
 #pragma once
-// Applying an experiment's decision rule to its runs (lab.md, step 6).
+// Applying an experiment's decision rule to its runs (docs/lab.md, step 6).
 //
 // d = mean(treatment) - mean(control) of the rule's metric, estimated with one of two designs:
 //   paired    both arms ran the same set of seeds (2 or more): per seed, the difference of the

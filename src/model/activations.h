@@ -15,7 +15,7 @@
 
 namespace ct {
 
-// What one layer keeps from forward for backward (model.md's forward, shapes for N positions):
+// What one layer keeps from forward for backward (docs/model.md's forward, shapes for N positions):
 struct LayerActivations {
   // attention branch (left empty for MLP-only layers)
   Buffer ln1, rstd1;     // [mm] rmsnorm(x) [N, C], its 1/rms [N]

@@ -1,5 +1,5 @@
 #pragma once
-// A model checkpoint folder (formats.md):
+// A model checkpoint folder (docs/formats.md):
 //   model.safetensors   fp32 weights, nanochat's names and shapes ([out, in]), __metadata__ with the
 //                       format, step and anything the caller adds
 //   config.json         the model's fields (model/config.h to_json)

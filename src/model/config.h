@@ -1,5 +1,5 @@
 #pragma once
-// The GPT's shape (model.md): every number is a recipe field; this struct holds the resolved values.
+// The GPT's shape (docs/model.md): every number is a recipe field; this struct holds the resolved values.
 // config.json beside a checkpoint is to_json() of this struct.
 #include <cstdint>
 #include <limits>

@@ -1,4 +1,4 @@
-// The GPT's training forward and backward (model.md), one backend op per line, with each op's math
+// The GPT's training forward and backward (docs/model.md), one backend op per line, with each op's math
 // in backend.h. Shapes: N = B*T positions, C = n_embd, H / Hkv heads of D = head_dim, F = mlp hidden,
 // V = vocab_size (the head's rows past V are padding and never used).
 #include "model/gpt.h"

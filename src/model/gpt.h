@@ -1,5 +1,5 @@
 #pragma once
-// The GPT of model.md, written once as explicit forward and backward passes over backend ops.
+// The GPT of docs/model.md, written once as explicit forward and backward passes over backend ops.
 //
 // Three ways to run it:
 // - training:   loss = forward(inputs, targets, B, T); backward(scale) adds scale * d loss / d params
@@ -55,7 +55,7 @@ class GPT {
   DType matmul_dtype() const { return matmul_dtype_; }
 
   // ---- parameters -------------------------------------------------------------------------------
-  // Seeded initialisation of model.md (init_rng.h): same seed, same weights, any thread count.
+  // Seeded initialisation of docs/model.md (init_rng.h): same seed, same weights, any thread count.
   void initialize(uint64_t seed);
   // Non-const access may change the weights: it marks the compute copies stale (weights_changed()).
   std::vector<Parameter>& parameters() {

@@ -76,7 +76,7 @@ class CachedRows final : public AttentionPositions {
   int64_t B_, Tn_;
 };
 
-// logits <- cap * tanh(logits / cap), on the host (model.md's softcap).
+// logits <- cap * tanh(logits / cap), on the host (docs/model.md's softcap).
 void softcap_in_place(float* logits, int64_t count, double cap) {
   for (int64_t i = 0; i < count; ++i) logits[i] = static_cast<float>(cap * std::tanh(logits[i] / cap));
 }

@@ -11,7 +11,7 @@
 
 namespace ct {
 
-// The tensors one layer reads and writes for N positions (model.md's forward; views, owning
+// The tensors one layer reads and writes for N positions (docs/model.md's forward; views, owning
 // nothing). Shapes with C = n_embd, H / Hkv heads of D = head_dim, F = the MLP's hidden width;
 // [mm] = stored in the matmul operand dtype (gpt.h's mixed precision).
 struct LayerTensors {

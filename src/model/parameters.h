@@ -1,6 +1,6 @@
 #pragma once
 // The GPT's parameters: nanochat's names and shapes ([out, in]), which optimizer group each joins,
-// and the seeded initialisation of model.md.
+// and the seeded initialisation of docs/model.md.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,12 +10,12 @@
 
 namespace ct {
 
-// Which optimizer takes the parameter (model.md): Muon for the layers' matrices, AdamW for the
+// Which optimizer takes the parameter (docs/model.md): Muon for the layers' matrices, AdamW for the
 // embedding table and the head (each with its own learning rate).
 enum class ParamGroup : uint8_t { matrix, embedding, lm_head };
 const char* param_group_name(ParamGroup group);
 
-// How the parameter starts (model.md "Initialisation").
+// How the parameter starts (docs/model.md "Initialisation").
 enum class ParamInit : uint8_t {
   unit_normal,    // N(0, 1): wte
   zero,           // lm_head and every output projection (attn c_proj, mlp c_proj)

@@ -1,5 +1,5 @@
 #pragma once
-// AdamW (model.md) with bias correction, each parameter with its own base learning rate:
+// AdamW (docs/model.md) with bias correction, each parameter with its own base learning rate:
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
 //   p -= lr * lr_factor * (wd p + (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The optimizer's and the schedule's fields (model.md "Optimizer" and "Schedule"); every default is
+// The optimizer's and the schedule's fields (docs/model.md "Optimizer" and "Schedule"); every default is
 // the baseline's, and every field is a recipe field ([optimizer] and [schedule] in recipes/*.toml).
 #include <cstdint>
 

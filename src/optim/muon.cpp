@@ -38,7 +38,7 @@ Muon::Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConf
 }
 
 // In groups of consecutive matrices that fit the scratch: every momentum, then one newton_schulz_many
-// over the group, then every update. Per matrix this is the order of model.md; the grouping only
+// over the group, then every update. Per matrix this is the order of docs/model.md; the grouping only
 // lets the backend orthogonalise several matrices at once.
 void Muon::step(double lr_factor, double momentum, const std::vector<bool>& owned) {
   const int64_t capacity = update_scratch_.tensor().empty() ? 0 : update_scratch_.tensor().numel();

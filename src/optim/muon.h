@@ -1,5 +1,5 @@
 #pragma once
-// Muon (model.md): for each matrix, Nesterov momentum, Newton-Schulz orthogonalisation, and
+// Muon (docs/model.md): for each matrix, Nesterov momentum, Newton-Schulz orthogonalisation, and
 //   p -= lr * lr_factor * max(1, rows/cols)^0.5 * X
 // with rows, cols = the stored [out, in] shape.
 #include <string>

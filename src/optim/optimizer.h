@@ -1,5 +1,5 @@
 #pragma once
-// The training optimizer of model.md: Muon for the layers' matrices and AdamW for wte and lm_head,
+// The training optimizer of docs/model.md: Muon for the layers' matrices and AdamW for wte and lm_head,
 // after global gradient-norm clipping. One call per optimizer step:
 //
 //   GradientCheck g = optimizer.check_gradients();   // norm, first non-finite tensor

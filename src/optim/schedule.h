@@ -1,6 +1,6 @@
 #pragma once
 // Schedules. progress is step / steps in a run by steps, and training-clock seconds / budget in a
-// timed run (harness.md), so the warmdown ends where the run does.
+// timed run (docs/harness.md), so the warmdown ends where the run does.
 #include <cstdint>
 
 #include "optim/config.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Byte-level BPE training (formats.md). Documents stream in through add_document(); batches of them
+// Byte-level BPE training (docs/formats.md). Documents stream in through add_document(); batches of them
 // are pre-tokenized and their chunks counted in the background (in parallel, OpenMP) while the
 // caller reads the next documents. train() then starts
 // from the 256 byte tokens and repeatedly merges the most frequent adjacent pair of tokens within

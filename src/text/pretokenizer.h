@@ -1,6 +1,6 @@
 #pragma once
 // The pre-tokenizer: splits text into chunks exactly as Python's `regex` module splits it with
-// findall and the split pattern of formats.md (GPT-4 style, numbers of 1 or 2 digits):
+// findall and the split pattern of docs/formats.md (GPT-4 style, numbers of 1 or 2 digits):
 //
 //   '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+
 //

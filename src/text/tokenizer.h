@@ -1,5 +1,5 @@
 #pragma once
-// A trained byte-level BPE tokenizer (formats.md): the split pattern, the merges (ranks 256...),
+// A trained byte-level BPE tokenizer (docs/formats.md): the split pattern, the merges (ranks 256...),
 // and the special tokens after them (<|bos|> first). Encoding is deterministic and thread-safe.
 //
 // On disk (a folder): tokenizer.tiktoken (`<base64 token bytes> <rank>` per line, ranks 0..n-1 for
@@ -37,7 +37,7 @@ class Tokenizer {
   int32_t vocab_size() const;  // merges + 256 + specials
   int32_t bos_id() const;      // the id of <|bos|>
   int32_t special_id(std::string_view name) const;  // -1 when absent
-  // UTF-8 byte count of every id's decoding, 0 for special tokens (eval.md's token_bytes).
+  // UTF-8 byte count of every id's decoding, 0 for special tokens (docs/eval.md's token_bytes).
   std::vector<int32_t> token_bytes() const;
   // SHA-256 of the two files' canonical contents, identifying the tokenizer in manifests.
   std::string sha256() const;

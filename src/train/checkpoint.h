@@ -24,7 +24,7 @@ inline constexpr const char* kTrainingStateFile = "training_state.safetensors";
 struct TrainingProgress {
   int64_t step = 0;                 // optimizer steps completed (including skipped ones)
   int64_t tokens = 0;               // tokens trained on so far
-  double clock_seconds = 0.0;       // the training clock (harness.md)
+  double clock_seconds = 0.0;       // the training clock (docs/harness.md)
   double startup_seconds = 0.0;     // startup excluded from the clock, summed over resumes
   int64_t nonfinite_steps = 0;      // steps with a NaN/Inf loss or gradient so far
 };

@@ -1,6 +1,6 @@
 #pragma once
 // A recipe (recipes/*.toml): everything that defines a training run. Every field has the baseline's
-// value as its default (model.md); a recipe file states what it changes. Unknown tables or fields
+// value as its default (docs/model.md); a recipe file states what it changes. Unknown tables or fields
 // are errors naming the file and the field. The recipe's hash is the SHA-256 of its resolved form
 // (to_json of the struct after command-line overrides), so results name exactly what ran.
 #include <cstdint>
@@ -37,7 +37,7 @@ struct Recipe {
   // pass the budget), at the cost of up to that much unused budget at the end.
   double step_time_margin = 1.25;
   int64_t steps = 1000;
-  int64_t startup_steps = 2;      // first optimizer steps excluded from the clock (harness.md)
+  int64_t startup_steps = 2;      // first optimizer steps excluded from the clock (docs/harness.md)
   double startup_cap_seconds = 900.0;
   uint64_t seed = 42;
   std::string nan_policy = "stop";  // "stop" the run, or "skip" the step, at a non-finite loss or gradient

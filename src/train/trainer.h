@@ -1,6 +1,6 @@
 #pragma once
 // The trainer: one recipe, one prepared data folder, one run against the training clock of
-// harness.md.
+// docs/harness.md.
 //
 // - Startup (backend, data, model and optimizer set-up, and the first recipe.startup_steps optimizer
 //   steps, which carry one-time costs) is excluded from the clock but capped at
@@ -46,7 +46,7 @@ struct TrainOptions {
   // for runs split over several sessions, and for the resume tests.
   int64_t stop_after_steps = 0;
   // Optional (must outlive the run): admits every file the trainer opens from the data folder (the
-  // loaders' manifest and shards, the tokenizer files), refusing what it forbids (harness.md's data
+  // loaders' manifest and shards, the tokenizer files), refusing what it forbids (docs/harness.md's data
   // gate: the harness forbids val/ and eval_bundle/ and reads the record afterwards).
   ReadGuard* read_guard = nullptr;
   // Optional (must outlive the run): the backend, already made by create_recipe_backend(recipe)
@@ -72,7 +72,7 @@ struct TrainResult {
   int stop_signal = 0;               // SIGINT or SIGTERM when the run stopped on one (after a final checkpoint)
   std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
   std::filesystem::path checkpoint_dir;  // empty when none was written
-  uint64_t seed = 0;                      // the weights' seeded initialisation (model.md)
+  uint64_t seed = 0;                      // the weights' seeded initialisation (docs/model.md)
   std::filesystem::path resumed_from;     // the checkpoint the run continued from; empty for a fresh run
   std::string manifest_sha256;
   std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256

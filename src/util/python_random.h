@@ -1,7 +1,7 @@
 #pragma once
 // A bit-identical copy of CPython's random.Random (3.11, Lib/random.py + Modules/_randommodule.c):
 // the MT19937 generator, seeding from an int, random(), getrandbits(k), _randbelow(n), shuffle and
-// sample. The CORE evaluator (eval.md) orders its rows and picks its few-shot examples with
+// sample. The CORE evaluator (docs/eval.md) orders its rows and picks its few-shot examples with
 // Random(1337).shuffle and Random(1234 + idx).sample, so these must match Python exactly.
 //
 // Only seeding from an int is supported (the CORE procedure never seeds from str/bytes/None).

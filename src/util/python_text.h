@@ -1,7 +1,7 @@
 #pragma once
 // Python's str.strip() on UTF-8 text: removes the leading and trailing code points for which
 // Python's str.isspace() is true (ASCII whitespace, \x1c-\x1f, \x85, NBSP, the Unicode space
-// separators, U+2028/2029). eval.md's trim and strip are this operation. Invalid UTF-8 bytes count
+// separators, U+2028/2029). docs/eval.md's trim and strip are this operation. Invalid UTF-8 bytes count
 // as non-whitespace.
 #include <string_view>
 

@@ -1,7 +1,7 @@
 #pragma once
 // ReadGuard: the record of every file a stage of the run opens, and the refusal of the ones it must
 // not read. The trainer's data loader asks the guard before it opens a file; the harness then puts
-// the guard's record into the gate's `data` evidence (harness.md: the validation documents and the
+// the guard's record into the gate's `data` evidence (docs/harness.md: the validation documents and the
 // eval bundle are never read by the trainer). The evaluator may use a guard with allowed roots only
 // (it reads nothing but the checkpoint and the pinned data).
 //

@@ -135,7 +135,7 @@ TEST(GemmPeak, TheFastestCallIsAtLeastAWindowsAverage) {
 
 // ---- Newton-Schulz --------------------------------------------------------------------------------
 
-// The model.md iteration written directly on the host, in double.
+// The docs/model.md iteration written directly on the host, in double.
 Values naive_newton_schulz(const Values& g, int64_t rows, int64_t cols, int steps, double a, double b, double c) {
   bool transposed = rows > cols;
   int64_t m = transposed ? cols : rows, n = transposed ? rows : cols;

@@ -11,7 +11,7 @@
 namespace ct {
 namespace {
 
-// The baseline's Muon matrices (model.md): per layer Wq, Wk, Wv, Wo [640, 640], W1 [2560, 640], W2 [640, 2560].
+// The baseline's Muon matrices (docs/model.md): per layer Wq, Wk, Wv, Wo [640, 640], W1 [2560, 640], W2 [640, 2560].
 std::vector<std::pair<int64_t, int64_t>> baseline_matrices() {
   std::vector<std::pair<int64_t, int64_t>> shapes;
   for (int layer = 0; layer < 10; ++layer) {

@@ -63,7 +63,7 @@ TEST(CoreEval, KnownAnswersOnTheSmallBundle) {
       {"lm_default", 4, 3, 0, 0, 0, 0},
       {"lm_answer", 3, 2, 0, 0, 0, 0},
       // "abc" + "def" tokenizes as one piece: not a prefix, counted wrong. "no more" + "" adds no
-      // token: an empty span, counted correct (eval.md's rule over no positions).
+      // token: an empty span, counted correct (docs/eval.md's rule over no positions).
       {"lm_merge", 3, 2, 0, 0, 0, 1},
   };
   double centered_sum = 0;
@@ -73,7 +73,7 @@ TEST(CoreEval, KnownAnswersOnTheSmallBundle) {
     EXPECT_EQ(t.rows, e.rows);
     EXPECT_EQ(t.correct, e.correct);
     EXPECT_DOUBLE_EQ(t.accuracy, double(e.correct) / e.rows);
-    const double rb = 0.01 * e.baseline;  // the formula of eval.md, as written
+    const double rb = 0.01 * e.baseline;  // the formula of docs/eval.md, as written
     EXPECT_EQ(t.centered, (double(e.correct) / e.rows - rb) / (1 - rb));
     EXPECT_EQ(t.truncated_rows, e.truncated);
     EXPECT_EQ(t.clamped_rows, e.clamped);
@@ -171,7 +171,7 @@ TEST(CoreEval, SpansOfEachType) {
   EXPECT_EQ(lm.sequences[0].span_begin, 3);
   EXPECT_EQ(lm.sequences[0].span_end, 5);
   EXPECT_TRUE(build_core_question(CoreTaskType::kLanguageModeling, {"a b", "a bc"}, -1, enc, 0).prefix_mismatch);
-  // A continuation that adds no tokens: an empty span (eval.md: correct when the argmax matches at
+  // A continuation that adds no tokens: an empty span (docs/eval.md: correct when the argmax matches at
   // every span position, of which there are none), not a mismatch.
   auto empty = build_core_question(CoreTaskType::kLanguageModeling, {"a b", "a b"}, -1, enc, 0);
   EXPECT_FALSE(empty.prefix_mismatch);

@@ -15,11 +15,11 @@ using test::cpu_backend;
 using test::tiny_config;
 
 TEST(ModelConfig, BaselineParameterCountAndFlops) {
-  ModelConfig c;  // the defaults are the baseline of model.md
+  ModelConfig c;  // the defaults are the baseline of docs/model.md
   c.validate("test");
   EXPECT_EQ(c.padded_vocab_size(), 8192);
   EXPECT_EQ(c.head_dim(), 128);
-  EXPECT_EQ(c.parameter_count(), 59637760);  // 10*12*640^2 + 2*8192*640 (model.md)
+  EXPECT_EQ(c.parameter_count(), 59637760);  // 10*12*640^2 + 2*8192*640 (docs/model.md)
   // 6 * (every parameter but wte) + 12 * L * H * D * T
   const double expected = 6.0 * (10.0 * 12 * 640 * 640 + 8192.0 * 640) + 12.0 * 10 * 5 * 128 * 1024;
   EXPECT_DOUBLE_EQ(c.flops_per_token(), expected);

@@ -1,6 +1,6 @@
 // Parity with PyTorch: clocktrain writes a tiny model's checkpoint, a batch, its loss and gradients, and
 // its parameters after 3 optimizer steps; tests/python/torch_parity.py recomputes all of it with the
-// reference model and optimizer written from model.md and compares (relative error < 1e-4 in fp32).
+// reference model and optimizer written from docs/model.md and compares (relative error < 1e-4 in fp32).
 #include <gtest/gtest.h>
 
 #include <iomanip>

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """An independent reference for clocktrain's CORE evaluator (docs: /work/shared/docs/eval.md).
 
-It implements eval.md's procedure with Python's own `random` module, jinja2 templates for the prompts
+It implements docs/eval.md's procedure with Python's own `random` module, jinja2 templates for the prompts
 (rendered as nanochat renders them), its own tokenizer and its own scoring loop, and writes JSON in the
 layout of `clocktrain eval core --dump-prompts` (every row's few-shot indices, prompts, token sequences,
 spans, mean losses and verdicts, plus per-task accuracies and the aggregate), so the two can be compared
@@ -199,7 +199,7 @@ class HashFakeModel:
 
 class TorchCheckpointModel:
     """A clocktrain checkpoint run in torch (fp32) by tests/python/reference_gpt.py, the engine's
-    independent torch twin of model.md: load_checkpoint(dir) -> module, module(idx[B,T]) -> the
+    independent torch twin of docs/model.md: load_checkpoint(dir) -> module, module(idx[B,T]) -> the
     softcapped logits [B,T,vocab], module.cfg.sequence_len the context."""
 
     def __init__(self, checkpoint):
@@ -246,7 +246,7 @@ def question(task_type, prompts, tokenizer, max_len):
         seqs = [(t, len(t) - suffix, len(t)) for t in toks]
     else:
         without, with_ = toks
-        # a prefix, not necessarily a proper one: an empty span is judged correct (eval.md)
+        # a prefix, not necessarily a proper one: an empty span is judged correct (docs/eval.md)
         if not (len(without) <= len(with_) and with_[:len(without)] == without):
             return [], True, False, False
         seqs = [(with_, len(without), len(with_))]

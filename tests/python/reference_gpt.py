@@ -1,4 +1,4 @@
-"""The GPT of docs model.md in PyTorch, as an independent reference for clocktrain's C++ model.
+"""The GPT of docs/model.md in PyTorch, as an independent reference for clocktrain's C++ model.
 
 Written from the spec (not from clocktrain's code): parameter names and shapes follow nanochat's
 state_dict ([out, in]), so a clocktrain checkpoint folder (config.json + model.safetensors) loads

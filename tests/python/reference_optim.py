@@ -1,4 +1,4 @@
-"""Muon + AdamW + gradient clipping + schedule of docs model.md, in PyTorch, written from the spec as a
+"""Muon + AdamW + gradient clipping + schedule of docs/model.md, in PyTorch, written from the spec as a
 reference for clocktrain's optimizer (tests/python/torch_parity.py) and for the throughput bench.
 
     opt = ReferenceOptimizer(model, OptimizerConfig())   # model: reference_gpt.GPT

@@ -8,7 +8,7 @@ reference_optim.py), on files written by tests/optim/torch_parity_test.cpp into 
                        metadata losses, grad_norms (JSON lists)
 
 Checks, in float32: the loss and every gradient (relative error < 1e-4), then the parameters after the
-optimizer steps (Muon + AdamW + clipping written from model.md): the relative error of each
+optimizer steps (Muon + AdamW + clipping written from docs/model.md): the relative error of each
 parameter's total change must be < 1e-3 and of the parameter itself < 1e-4.
 Prints one line per check; exits 1 on any failure.
 usage: torch_parity.py FOLDER

@@ -15,7 +15,7 @@
 namespace ct {
 namespace {
 
-// The plain trainer: formats.md's rule with no incremental bookkeeping. At each step count every
+// The plain trainer: docs/formats.md's rule with no incremental bookkeeping. At each step count every
 // adjacent pair in every chunk (overlaps included, weighted by the chunk's count), take the most
 // frequent (ties: smallest (left id, right id)), replace it left to right everywhere. A merge whose
 // bytes already are a token reuses that token. Returns the bytes of every rank.

@@ -82,7 +82,7 @@ TEST_F(TokenizerFiles, SaveThenLoadGivesTheSameTokenizer) {
     const std::string text = test::synthetic_document(rng, 200);
     ASSERT_EQ(loaded.encode(text), original.encode(text));
   }
-  // The files are what formats.md describes.
+  // The files are what docs/formats.md describes.
   const auto lines = lines_of(tiktoken_);
   ASSERT_EQ(lines.size(), 1022u);
   EXPECT_EQ(lines[0], "AA== 0");

@@ -1,4 +1,4 @@
-// Recipes: the shipped files parse, baseline.toml is exactly the built-in defaults (model.md), and
+// Recipes: the shipped files parse, baseline.toml is exactly the built-in defaults (docs/model.md), and
 // mistakes are errors that name the file, the line and the field.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Newton-Schulz orthogonalisation (Muon, model.md), written with the backend's own gemm.
+// Newton-Schulz orthogonalisation (Muon, docs/model.md), written with the backend's own gemm.
 //
 //   X = G / (||G||_F + 1e-7), working on G^T when rows > cols so that X is [m, n] with m <= n
 //   repeat `steps` times:  A = X X^T  [m, m];  B = b A + c A A;  X = a X + B X

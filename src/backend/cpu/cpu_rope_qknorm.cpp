@@ -1,4 +1,4 @@
-// Rotary embedding (half split) followed by RMSNorm over head_dim: the QK norm of model.md.
+// Rotary embedding (half split) followed by RMSNorm over head_dim: the QK norm of docs/model.md.
 // For one head vector x of size D at position p, with c_j = cos[p, j], s_j = sin[p, j], j < D/2:
 //   forward:  rot_j = x_j c_j + x_{j+D/2} s_j;   rot_{j+D/2} = -x_j s_j + x_{j+D/2} c_j
 //             r = 1 / sqrt(mean(rot^2) + eps);   y = rot r

@@ -1,5 +1,5 @@
 #pragma once
-// The GEMM libraries the CPU backend calls (architecture.md: GEMM from a well-kept library).
+// The GEMM libraries the CPU backend calls (docs/architecture.md: GEMM from a well-kept library).
 //
 // OpenBLAS is loaded at run time (dlopen) from its OpenMP build (Debian's libopenblas0-openmp), so
 // that its threads are OpenMP's threads (one pool, no oversubscription: inside our own parallel

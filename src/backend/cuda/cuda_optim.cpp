@@ -1,4 +1,4 @@
-// Optimizer updates on the CUDA backend: AdamW, Muon's momentum, Newton-Schulz (model.md).
+// Optimizer updates on the CUDA backend: AdamW, Muon's momentum, Newton-Schulz (docs/model.md).
 #include <algorithm>
 #include <cmath>
 
@@ -43,7 +43,7 @@ void CudaBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Te
   launch_muon_momentum(u_out.as<float>(), buf.as<float>(), grad.as<float>(), grad.numel(), call.scalar(0), stream_);
 }
 
-// Newton-Schulz (model.md), in bf16 products with f32 accumulation when the backend's
+// Newton-Schulz (docs/model.md), in bf16 products with f32 accumulation when the backend's
 // matmul_precision is bf16 (or g is bf16), in f32 otherwise. With G [r, c]:
 //   r <= c:  X = G / (||G|| + 1e-7);  A = X X^T;  B = b A + c A A;  X = a X + B X
 //   r >  c:  the same on G^T, written without transposing memory: with Y = X^T (shape of G),
