@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An independent reference for clocktrain's CORE evaluator (docs: /work/shared/docs/eval.md).
+"""An independent reference for clocktrain's CORE evaluator (docs/eval.md, "Rules").
 
 It implements docs/eval.md's procedure with Python's own `random` module, jinja2 templates for the prompts
 (rendered as nanochat renders them), its own tokenizer and its own scoring loop, and writes JSON in the
