@@ -54,6 +54,12 @@ struct TrainOptions {
   Backend* backend = nullptr;
 };
 
+// Why a run stopped. Written as text only in summary.json, result.json and the log lines
+// (stop_reason_name): "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap";
+// "" while the run has not stopped (or failed before training).
+enum class StopReason { none, budget, steps, stop_after_steps, signal, nonfinite, startup_cap };
+const char* stop_reason_name(StopReason reason);
+
 struct TrainResult {
   std::string recipe_name, recipe_sha256;
   int64_t parameters = 0;
@@ -68,7 +74,7 @@ struct TrainResult {
   double final_lr_factor = 0.0;      // the schedule's factor of the last step
   double last_eval_loss = -1.0;      // the last held-out loss (-1 when none was run)
   int64_t nonfinite_steps = 0;       // steps with a NaN/Inf loss or gradient
-  std::string stop_reason;           // "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap"
+  StopReason stop_reason = StopReason::none;  // why the run stopped (summary.json: stop_reason_name)
   int stop_signal = 0;               // SIGINT or SIGTERM when the run stopped on one (after a final checkpoint)
   std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
   std::filesystem::path checkpoint_dir;  // empty when none was written
