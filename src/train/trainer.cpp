@@ -149,7 +149,7 @@ void Run::set_up() {
   }
   result_.backend = backend_->name();
   result_.device_description = backend_->device_description();
-  result_.matmul_precision = matmul_precision_name(backend_->matmul_precision());
+  result_.matmul_precision = backend_->matmul_precision();
   result_.matmul_precision_reason = backend_->matmul_precision_reason();
   result_.peak_flops = backend_->peak_flops();
   result_.matmul_ceiling_flops = backend_->matmul_ceiling_flops();
@@ -566,7 +566,7 @@ Json to_json(const TrainResult& r) {
                 {"threads", r.threads},
                 {"available_cores", r.available_cores},
                 {"world_size", r.world_size},
-                {"matmul_precision", r.matmul_precision},
+                {"matmul_precision", matmul_precision_name(r.matmul_precision)},
                 {"matmul_precision_reason", r.matmul_precision_reason},
                 {"peak_flops", r.peak_flops},
                 {"matmul_ceiling_flops", r.matmul_ceiling_flops}}}};

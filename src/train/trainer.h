@@ -85,7 +85,8 @@ struct TrainResult {
   std::string backend, device_description;
   int threads = 0, available_cores = 0;  // threads per process
   int world_size = 1;                      // data-parallel processes (rank 0 writes the run folder)
-  std::string matmul_precision, matmul_precision_reason;  // as the backend resolved them ("bf16", "auto: ...")
+  MatmulPrecision matmul_precision = MatmulPrecision::f32;  // as the backend resolved it (f32 or bf16)
+  std::string matmul_precision_reason;                      // the backend's why ("auto: ...")
   double peak_flops = 0.0;            // the device's theoretical peak (MFU's ceiling), x world_size
   double matmul_ceiling_flops = 0.0;  // the backend's measured matmul rate (0 when not measured), x world_size
   bool ok() const { return error.empty(); }
