@@ -37,14 +37,6 @@ namespace {
 // times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
 
-std::string format_duration(double seconds) {
-  if (seconds < 0) seconds = 0;
-  const int64_t s = static_cast<int64_t>(std::llround(seconds));
-  if (s >= 3600) return str(s / 3600, "h", (s % 3600) / 60, "m");
-  if (s >= 60) return str(s / 60, "m", s % 60, "s");
-  return str(s, "s");
-}
-
 // SIGINT and SIGTERM while a run trains: the handler only records the signal; the loop stops before
 // the next step and writes the final checkpoint and the summary. SA_RESETHAND: a second signal
 // terminates the process at once (the checkpoint folder is replaced atomically, so even that leaves
@@ -391,7 +383,7 @@ void Run::show_progress(double loss) {
   text += str(" | loss ", format_fixed(loss, 4), " | ", format_fixed(last_tokens_per_second_, 0), " tok/s");
   if (result_.peak_flops > 0)
     text += str(" | MFU ", format_fixed(100.0 * result_.flops_per_token * last_tokens_per_second_ / result_.peak_flops, 1), "%");
-  text += " | left " + format_duration(left);
+  text += " | left " + format_duration(std::max(0.0, left));
   progress_line_.update(text);
 }
 
