@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # Training throughput of cpu-small and baseline on this machine: clocktrain (bench/train_throughput_bench)
-# and PyTorch (bench/torch_reference.py, the same model, batch, optimizer and thread count), run
-# alternately in the same invocation, ROUNDS times each, so that the ratio is measured side by side
-# on a shared machine. Prints each run, then a table of medians and the ratio clocktrain / PyTorch.
+# and PyTorch (bench/torch_reference.py, model.md's twin: the same model, batch, optimizer and thread
+# count), run alternately in the same invocation, ROUNDS times each, so that the ratio is measured
+# side by side on a shared machine. Prints each run, then a table of medians and the ratios.
 #
 # usage: bench/train_throughput.sh [THREADS] [ROUNDS] [CLOCK]   (defaults: every core, 2 rounds, wall)
 #   CLOCK "cpu" times both sides with their process's CPU clock: on a shared machine, with THREADS 1,
-#   that approximates an idle core (see docs/performance.md, "Training throughput").
+#   that approximates an idle core (see docs/performance.md, "Training throughput"); on a quiet
+#   machine use the wall clock with every core, what a training run gets.
 # env:   BUILD=build/release   RECIPES="cpu-small baseline"   PRECISIONS="f32 bf16"
+#        TORCH=debian|venv (which PyTorch; default debian)
 #   clocktrain runs once per matmul precision in PRECISIONS (backend.matmul_precision: f32, the
-#   reference path, and bf16, bf16 operands with f32 accumulation on AMX), whatever the recipe says;
-#   PyTorch runs in float32 (bench/torch_reference.py), the same for both.
+#   reference path, and bf16, bf16 operands with f32 accumulation on AMX), whatever the recipe says.
+#   TORCH=debian: Debian's torch (/usr/bin/python3), once per round in float32, the same for every
+#     precision; the table gives the ratio clocktrain / PyTorch.
+#   TORCH=venv: the PyTorch 2 a user installs from PyPI (bench/torch2_venv.sh: pinned, in a venv of
+#     the benches' own; TORCH2_VENV=build/torch2-venv), eager and torch.compile (MODES="eager
+#     compile"), in each precision (bf16: torch.autocast(bfloat16); PRECISIONS defaults to f32 alone
+#     where the CPU has no bf16 engine, AVX512-BF16 or AMX). Prints the machine (CPU model, ISA flags,
+#     versions) first and the table of bench/torch2_throughput_table.py (issue 23's targets: >= 1.5x
+#     eager, >= 1.2x compiled). torch.compile's compilation happens in the warm-up step, outside the
+#     measured ones (startup, as in clocktrain's training clock); its time is printed with each run.
+#     bench/torch2_throughput.sh is this script with TORCH=venv.
 #
 # The baseline is measured at 2 rows of 1024 tokens per step (one micro-batch) to keep a step under
 # a minute on 2 cores; its optimizer step then weighs 32x more than in the recipe's 65,536-token
@@ -18,22 +29,54 @@
 # + one optimizer step, from the same measured phases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-threads=${1:-$(nproc)}
+cores=$(nproc)  # before OMP_NUM_THREADS is exported below: nproc honours it
+threads=${1:-$cores}
 rounds=${2:-2}
 clock=${3:-wall}
 build=${BUILD:-build/release}
 recipes=${RECIPES:-"cpu-small baseline"}
-precisions=${PRECISIONS:-"f32 bf16"}
+torch=${TORCH:-debian}
 bench="$build/bench/train_throughput_bench"
 [ -x "$bench" ] || { echo "missing $bench: build first (cmake --build --preset release)" >&2; exit 1; }
-# The same OpenBLAS kernels for PyTorch as the CPU backend selects for itself (gemm_library.h): on a
-# CPU that OpenBLAS 0.3.21 does not know it would otherwise fall back to slow generic kernels.
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -q avx512_bf16 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Cooperlake;
-elif [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; fi
+case "$torch" in
+  debian)
+    python=/usr/bin/python3
+    precisions=${PRECISIONS:-"f32 bf16"}
+    # The same OpenBLAS kernels for PyTorch as the CPU backend selects for itself (gemm_library.h): on
+    # a CPU that OpenBLAS 0.3.21 does not know it would otherwise fall back to slow generic kernels.
+    if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -q avx512_bf16 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Cooperlake;
+    elif [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; fi
+    ;;
+  venv)
+    python=$(bench/torch2_venv.sh)
+    modes=${MODES:-"eager compile"}
+    if grep -q -E 'avx512_bf16|amx_bf16' /proc/cpuinfo; then precisions=${PRECISIONS:-"f32 bf16"};
+    else precisions=${PRECISIONS:-f32}; fi
+    ;;
+  *) echo "TORCH=$torch: expected debian or venv" >&2; exit 2 ;;
+esac
 export OMP_NUM_THREADS=$threads
 
+if [ "$torch" = venv ]; then
+  echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $cores cores available, $threads threads, $clock clock, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "ISA flags: $(grep -o -w -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "clocktrain: $("$build/clocktrain" version 2>/dev/null | head -1)"
+  "$python" - <<'PY'
+import platform, re, subprocess, torch
+config = torch.__config__.show()
+onednn = re.search(r"MKL-DNN (v\S+)", config)
+mkl = re.search(r"Math Kernel Library Version (\S+)", config)
+cc = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+print(f"torch: {torch.__version__} (python {platform.python_version()}, oneDNN {onednn[1] if onednn else '?'}, "
+      f"MKL {mkl[1] if mkl else '?'}, CPU capability {torch.backends.cpu.get_cpu_capability()}); "
+      f"torch.compile's C++ compiler: {cc}")
+PY
+fi
+
+# measure COMMAND...: one timed run (clocktrain's bench or torch_reference.py), its log to stderr, its json line kept.
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
+measure() { "$@" | tee >(cat >&2) | sed -n 's/^json: //p' >> "$results"; }
 for recipe in $recipes; do
   args=(--threads "$threads" --clock "$clock" --steps 3 --warmup 1)
   if [ "$recipe" = baseline ]; then
@@ -41,16 +84,27 @@ for recipe in $recipes; do
   fi
   for round in $(seq "$rounds"); do
     for precision in $precisions; do
-      echo "== $recipe, round $round: clocktrain, matmul_precision $precision" >&2
-      "$bench" "recipes/$recipe.toml" "${args[@]}" --matmul-precision "$precision" | tee >(cat >&2) |
-        sed -n 's/^json: //p' >> "$results"
+      echo "== $recipe, round $round, $precision: clocktrain" >&2
+      measure "$bench" "recipes/$recipe.toml" "${args[@]}" --matmul-precision "$precision"
+      if [ "$torch" = venv ]; then
+        for mode in $modes; do
+          echo "== $recipe, round $round, $precision: torch $mode" >&2
+          measure "$python" bench/torch_reference.py "recipes/$recipe.toml" "${args[@]}" --mode "$mode" --precision "$precision"
+        done
+      fi
     done
-    echo "== $recipe, round $round: torch" >&2
-    /usr/bin/python3 bench/torch_reference.py "recipes/$recipe.toml" "${args[@]}" | tee >(cat >&2) |
-      sed -n 's/^json: //p' >> "$results"
+    if [ "$torch" = debian ]; then
+      echo "== $recipe, round $round: torch" >&2
+      measure "$python" bench/torch_reference.py "recipes/$recipe.toml" "${args[@]}"
+    fi
   done
 done
 
+if [ "$torch" = venv ]; then
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  /usr/bin/python3 bench/torch2_throughput_table.py "$results"
+  exit 0
+fi
 /usr/bin/python3 - "$results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

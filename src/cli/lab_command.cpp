@@ -22,15 +22,18 @@ struct LabState {
   std::optional<int64_t> optional_experiment;
   std::vector<std::string> keys;
   lab::RunOptions run;
+  std::string run_rung = "full";
   std::string arm;
   std::string rung = "full";
   std::vector<std::string> run_dirs;
   lab::CheckOptions check;
+  std::string check_rung = "cpu-check";
   std::string check_arm;
   std::string diff_left, diff_right;
   lab::NoiseOptions noise;
   std::string noise_recipe, noise_rung;
   lab::ElasticityOptions elasticity;
+  std::string elasticity_x = "steps", elasticity_by = "auto";
   std::string elasticity_rung;
   std::optional<double> at;
   std::string verdict_rung;
@@ -55,6 +58,11 @@ std::pair<double, double> parse_interval(const std::string& text) {
   } catch (const std::logic_error&) {
     fail("--interval: expected two numbers LOW,HIGH, got '", text, "'");
   }
+}
+
+// A --rung option's word as the lab's Rung (parse_rung's error lists the rungs); nothing when empty.
+std::optional<lab::Rung> optional_rung(const std::string& text) {
+  return text.empty() ? std::nullopt : std::optional<lab::Rung>(lab::parse_rung(text));
 }
 
 std::optional<std::string> non_empty(const std::string& s) {
@@ -99,11 +107,12 @@ void add_lab_command(CLI::App& app) {
   add_ledger_option(run, s);
   run->add_option("experiment", s.run.experiment, "Experiment id")->required();
   run->add_option("--arm", s.run.arm, "Arm named by the rule (e.g. A or B)")->required();
-  run->add_option("--rung", s.run.rung, "cpu-check | probe | smoke | full (default full)");
+  run->add_option("--rung", s.run_rung, "cpu-check | probe | smoke | full (default full)");
   run->add_option("--binary", s.run.binary, "The clocktrain binary to run (default: this one)");
   run->add_option("run_args", s.run.run_args, "After --: RECIPE [run options]")->required();
   run->callback([state] {
     state->run.ledger = state->ledger;
+    state->run.rung = lab::parse_rung(state->run_rung);
     lab::lab_run(state->run, std::cout);
   });
 
@@ -115,7 +124,7 @@ void add_lab_command(CLI::App& app) {
   add->add_option("run_dirs", s.run_dirs, "Run folders (holding result.json)")->required();
   add->callback([state] {
     std::vector<fs::path> dirs(state->run_dirs.begin(), state->run_dirs.end());
-    lab::lab_add(state->ledger, state->experiment, state->arm, state->rung, dirs, std::cout);
+    lab::lab_add(state->ledger, state->experiment, state->arm, lab::parse_rung(state->rung), dirs, std::cout);
   });
 
   auto* exclude = lab->add_subcommand("exclude", "Take a run out of every statistic and verdict (kept, with the reason)");
@@ -128,10 +137,11 @@ void add_lab_command(CLI::App& app) {
   add_ledger_option(check_cmd, s);
   check_cmd->add_option("experiment", s.check.experiment, "Experiment id")->required();
   check_cmd->add_option("--arm", s.check_arm, "Arm the check belongs to (optional)");
-  check_cmd->add_option("--rung", s.check.rung, "cpu-check | probe (default cpu-check)");
+  check_cmd->add_option("--rung", s.check_rung, "cpu-check | probe (default cpu-check)");
   check_cmd->add_option("command", s.check.command, "After --: the check command")->required();
   check_cmd->callback([state] {
     state->check.ledger = state->ledger;
+    state->check.rung = lab::parse_rung(state->check_rung);
     state->check.arm = non_empty(state->check_arm);
     int code = lab::lab_check(state->check, std::cout);
     if (code != 0) throw CLI::RuntimeError(1);
@@ -156,15 +166,15 @@ void add_lab_command(CLI::App& app) {
     state->noise.ledger = state->ledger;
     state->noise.experiment = state->optional_experiment;
     state->noise.recipe = non_empty(state->noise_recipe);
-    state->noise.rung = non_empty(state->noise_rung);
+    state->noise.rung = optional_rung(state->noise_rung);
     lab::lab_noise(state->noise, std::cout);
   });
 
   auto* elasticity = lab->add_subcommand("elasticity", "Piecewise fit of val_bpb against ln(steps); speed-up to bpb");
   add_ledger_option(elasticity, s);
   elasticity->add_option("recipe", s.elasticity.recipe, "Recipe name")->required();
-  elasticity->add_option("--x", s.elasticity.x, "steps | tokens (default steps)");
-  elasticity->add_option("--by", s.elasticity.by, "Group runs into levels by budget | steps (default auto)");
+  elasticity->add_option("--x", s.elasticity_x, "steps | tokens (default steps)");
+  elasticity->add_option("--by", s.elasticity_by, "Group runs into levels by budget | steps (default auto)");
   elasticity->add_option("--rung", s.elasticity_rung, "Only runs at this rung");
   elasticity->add_option("--speedup", s.elasticity.speedups_percent, "Speed-ups in percent (default 1,2,5,10)")
       ->delimiter(',');
@@ -173,7 +183,9 @@ void add_lab_command(CLI::App& app) {
   elasticity->add_option("--confidence", s.elasticity.confidence, "Confidence of the intervals (default 0.95)");
   elasticity->callback([state] {
     state->elasticity.ledger = state->ledger;
-    state->elasticity.rung = non_empty(state->elasticity_rung);
+    state->elasticity.x = lab::parse_elasticity_x(state->elasticity_x);
+    state->elasticity.by = lab::parse_levels_by(state->elasticity_by);
+    state->elasticity.rung = optional_rung(state->elasticity_rung);
     state->elasticity.at = state->at;
     lab::lab_elasticity(state->elasticity, std::cout);
   });
@@ -183,7 +195,7 @@ void add_lab_command(CLI::App& app) {
   verdict->add_option("experiment", s.experiment, "Experiment id")->required();
   verdict->add_option("--rung", s.verdict_rung, "Rung whose runs to judge (default: highest with both arms)");
   verdict->callback(
-      [state] { lab::lab_verdict(state->ledger, state->experiment, non_empty(state->verdict_rung), std::cout); });
+      [state] { lab::lab_verdict(state->ledger, state->experiment, optional_rung(state->verdict_rung), std::cout); });
 
   auto* list = lab->add_subcommand("list", "List the experiments");
   add_ledger_option(list, s);

@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "backend/parallel/launch.h"
 #include "cli/commands.h"
 #include "harness/gate.h"
 #include "harness/run_pipeline.h"
@@ -57,7 +56,7 @@ void run_run(const RunArgs& a, bool budget_given) {
   o.progress = !a.no_progress;
   // Data parallel (mpirun): rank 0 speaks for the job; the others train silently (errors still print).
   std::ostream discard(nullptr);  // no buffer: every write is dropped
-  const bool rank0 = launch_environment_from_process().rank == 0;
+  const bool rank0 = launched_as_rank0();
   const RunOutcome outcome = run_pipeline(o, rank0 ? std::cout : discard);
   if (!outcome.speaks) return;
   std::cout << gate_summary(outcome.result);

@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/training_documents.h"
+#include "data/corpus_documents.h"
+#include "data/corpus_reader.h"
 #include "text/bpe_trainer.h"
 #include "text/pretokenizer.h"
 #include "text/tokenizer.h"
@@ -54,7 +55,7 @@ struct TrainArgs {
 
 void run_train(const TrainArgs& args) {
   const DataLayout layout{resolve_data_dir(args.data)};
-  const auto files = training_corpus_files(layout.corpus());
+  const auto files = list_corpus_files(layout.corpus());
   BpeTrainerOptions options;
   options.vocab_size = args.vocab_size;
   options.max_chars = args.max_chars;
@@ -69,12 +70,13 @@ void run_train(const TrainArgs& args) {
   BpeTrainer trainer(options);
   ProgressLine progress;
   Stopwatch reading;
-  read_training_documents(files, args.threads > 0 ? args.threads : available_cores(), [&](std::string_view text) {
-    const bool more = trainer.add_document(text);
-    const auto& st = trainer.stats();
-    progress.update(str("tokenizer: read ", st.documents, " documents, ", st.chars / 1000000, "M chars"));
-    return more;
-  }, args.text_column);
+  read_corpus_documents(files, args.text_column, args.threads > 0 ? args.threads : available_cores(),
+                        [&](std::string_view text) {
+                          const bool more = trainer.add_document(text);
+                          const auto& st = trainer.stats();
+                          progress.update(str("tokenizer: read ", st.documents, " documents, ", st.chars / 1000000, "M chars"));
+                          return more;
+                        });
   const double read_seconds = reading.seconds();
   Tokenizer tokenizer = trainer.train([&](int32_t done, int32_t total_merges) {
     progress.update(str("tokenizer: merge ", done, "/", total_merges), done == total_merges);
@@ -127,7 +129,7 @@ void add_tokenizer_command(CLI::App& app) {
   cmd->require_subcommand(1);
 
   auto args = std::make_shared<TrainArgs>();
-  auto* train = cmd->add_subcommand("train", "Train a tokenizer on the training corpus (DATA/corpus/*.jsonl.zst, *.jsonl, *.parquet)");
+  auto* train = cmd->add_subcommand("train", "Train a tokenizer on the training corpus (DATA/corpus/*.jsonl.zst, *.jsonl, *.jsonl.gz, *.txt, *.parquet)");
   train->add_option("--data", args->data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   train->add_option("--text-column", args->text_column, "The text column of Parquet corpus files")
       ->capture_default_str();

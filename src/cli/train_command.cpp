@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "train/recipe.h"
+#include "train/recipe_overrides.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -33,18 +34,13 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   TrainOptions options;
   options.recipe = load_recipe(a.recipe);
   Recipe& r = options.recipe;
-  if (budget_given) {
-    r.run_by = "budget";
-    r.budget_seconds = a.budget;
-  }
-  if (steps_given) {
-    r.run_by = "steps";
-    r.steps = a.steps;
-  }
-  if (a.seed >= 0) r.seed = static_cast<uint64_t>(a.seed);
-  if (a.threads >= 0) r.threads = a.threads;
-  if (a.micro_batch_rows > 0) r.micro_batch_rows = a.micro_batch_rows;
-  r.validate(a.recipe + " (with command-line overrides)");
+  RecipeOverrides overrides;
+  if (budget_given) overrides.budget_seconds = a.budget;
+  if (steps_given) overrides.steps = a.steps;
+  if (a.seed >= 0) overrides.seed = static_cast<uint64_t>(a.seed);
+  if (a.threads >= 0) overrides.threads = a.threads;
+  if (a.micro_batch_rows > 0) overrides.micro_batch_rows = a.micro_batch_rows;
+  apply_recipe_overrides(r, overrides, a.recipe + " (with command-line overrides)");
 
   options.data_dir = a.data;
   options.resume_dir = a.resume;
@@ -76,7 +72,7 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   check(speaks || result.ok(), "train: ", result.error);
   if (!speaks) return;
   std::printf("%s: %lld steps, %lld tokens, training clock %.1f s (startup %.1f s), final loss %.4f%s\n",
-              result.stop_reason.c_str(), static_cast<long long>(result.steps), static_cast<long long>(result.tokens),
+              stop_reason_name(result.stop_reason), static_cast<long long>(result.steps), static_cast<long long>(result.tokens),
               result.train_clock_seconds, result.startup_seconds, result.final_loss,
               result.last_eval_loss >= 0 ? str(", held-out loss ", result.last_eval_loss).c_str() : "");
   if (!result.checkpoint_dir.empty()) std::printf("checkpoint: %s\n", result.checkpoint_dir.string().c_str());

@@ -84,7 +84,7 @@ std::vector<std::filesystem::path> list_corpus_files(const std::filesystem::path
     if (entry.is_regular_file() && is_corpus_file(entry.path())) files.push_back(entry.path());
   }
   check(!files.empty(), dir_or_file.string(),
-        ": empty corpus: no .jsonl, .jsonl.zst, .jsonl.gz, .txt or .parquet files in this folder");
+        ": empty corpus: no *.jsonl.zst or *.jsonl files (nor *.jsonl.gz, *.txt or *.parquet) in this folder");
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
   return files;

@@ -16,6 +16,7 @@
 #include "util/json.h"
 #include "util/progress.h"
 #include "util/sha256.h"
+#include "util/text_format.h"
 
 namespace ct {
 
@@ -88,11 +89,7 @@ void save_download_manifest(const fs::path& path, const std::map<std::string, Js
   write_file_atomic(path, Json{{"format", "clocktrain-download-manifest"}, {"version", 1}, {"files", files}}.dump(2) + "\n");
 }
 
-std::string human_mb(double bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.1f MB", bytes / 1e6);
-  return buffer;
-}
+std::string human_mb(double bytes) { return format_fixed(bytes / 1e6, 1) + " MB"; }
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/progress.h"
 #include "util/sha256.h"
+#include "util/text_format.h"
 #include "util/threads.h"
 
 namespace ct {
@@ -59,15 +60,10 @@ struct Progress {
     if (!enabled || !line.enabled()) return;
     double seconds = std::max(1e-9, clock.seconds());
     double mb = static_cast<double>(text_bytes.load()) / 1e6;
-    line.update(str("data prepare: ", stage, ": ", fixed1(mb), " / ", fixed1(static_cast<double>(total_bytes) / 1e6),
-                    " MB read, ", fixed1(static_cast<double>(tokens.load()) / 1e6), "M tokens, ",
-                    fixed1(mb / seconds), " MB/s, ", static_cast<int64_t>(seconds), " s"),
+    line.update(str("data prepare: ", stage, ": ", format_fixed(mb, 1), " / ", format_fixed(static_cast<double>(total_bytes) / 1e6, 1),
+                    " MB read, ", format_fixed(static_cast<double>(tokens.load()) / 1e6, 1), "M tokens, ",
+                    format_fixed(mb / seconds, 1), " MB/s, ", static_cast<int64_t>(seconds), " s"),
                 force);
-  }
-  static std::string fixed1(double v) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.1f", v);
-    return buffer;
   }
 };
 

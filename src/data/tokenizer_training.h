@@ -1,6 +1,7 @@
 #pragma once
 // Trains a tokenizer on the documents of corpus files (corpus_reader.h: JSONL plain/.zst/.gz, .txt
-// or Parquet), in corpus order, with text/BpeTrainer. `clocktrain data prepare` uses it when no tokenizer
+// or Parquet), in corpus order (read by corpus_documents.h, as `clocktrain tokenizer train` reads
+// them), with text/BpeTrainer. `clocktrain data prepare` uses it when no tokenizer
 // exists yet, so that one command takes a fresh checkout from text to shards.
 #include <filesystem>
 #include <string>

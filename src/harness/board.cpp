@@ -4,9 +4,9 @@
 #include <cmath>
 #include <set>
 
-#include "harness/text_format.h"
 #include "util/error.h"
 #include "util/read_guard.h"
+#include "util/text_format.h"
 
 namespace ct {
 

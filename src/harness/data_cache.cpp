@@ -8,7 +8,6 @@
 #include "data/tokenizer_training.h"
 #include "text/bpe_trainer.h"
 #include "text/tokenizer.h"
-#include "harness/text_format.h"
 #include "util/clock.h"
 #include "util/data_dir.h"
 #include "util/error.h"
@@ -16,6 +15,7 @@
 #include "util/progress.h"
 #include "util/read_guard.h"
 #include "util/sha256.h"
+#include "util/text_format.h"
 
 namespace ct {
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "harness/text_format.h"
 #include "util/error.h"
 #include "util/read_guard.h"
+#include "util/text_format.h"
 
 namespace ct {
 

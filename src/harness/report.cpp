@@ -7,10 +7,10 @@
 #include "harness/html.h"
 #include "harness/report_style.h"
 #include "harness/svg_chart.h"
-#include "harness/text_format.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/text_format.h"
 
 namespace ct {
 

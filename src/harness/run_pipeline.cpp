@@ -10,10 +10,10 @@
 #include "harness/gate.h"
 #include "harness/metrics.h"
 #include "harness/report.h"
-#include "harness/text_format.h"
 #include "clocktrain_version.h"
 #include "model/checkpoint.h"
 #include "train/recipe.h"
+#include "train/recipe_overrides.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/data_dir.h"
@@ -21,6 +21,7 @@
 #include "util/files.h"
 #include "util/read_guard.h"
 #include "util/sha256.h"
+#include "util/text_format.h"
 #include "util/threads.h"
 
 namespace ct {
@@ -32,16 +33,12 @@ namespace {
 // The recipe as this run resolves it: the file, then the command line and the round's rules.
 Recipe resolve_recipe(const RunPipelineOptions& o) {
   Recipe r = load_recipe(o.recipe_path);
-  if (o.budget_seconds) {
-    r.run_by = "budget";
-    r.budget_seconds = *o.budget_seconds;
-  } else if (o.round == 2) {
-    r.run_by = "budget";
-    r.budget_seconds = kRound2BudgetSeconds;
-  }
-  if (o.seed) r.seed = *o.seed;
-  if (o.threads) r.threads = *o.threads;
-  r.validate(o.recipe_path.string() + " (with the options of clocktrain run)");
+  RecipeOverrides overrides;
+  overrides.budget_seconds = o.budget_seconds;
+  if (!overrides.budget_seconds && o.round == 2) overrides.budget_seconds = kRound2BudgetSeconds;
+  overrides.seed = o.seed;
+  overrides.threads = o.threads;
+  apply_recipe_overrides(r, overrides, o.recipe_path.string() + " (with the options of clocktrain run)");
   return r;
 }
 
@@ -73,7 +70,7 @@ Training run_training(const Recipe& recipe, Backend& backend, const PreparedData
     t.error = e.what();
   }
   if (t.returned)
-    log << "train: stopped (" << t.result.stop_reason << ") after " << t.result.steps << " steps, " << t.result.tokens
+    log << "train: stopped (" << stop_reason_name(t.result.stop_reason) << ") after " << t.result.steps << " steps, " << t.result.tokens
         << " tokens, clock " << format_seconds(t.result.train_clock_seconds) << " (startup "
         << format_seconds(t.result.startup_seconds) << ")\n";
   if (!t.error.empty()) log << "train: FAILED: " << t.error << "\n";
@@ -195,7 +192,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   RunOutcome out;
   out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S")) : o.out_dir;
   // Data parallel: rank 0 writes the run folder (the others may start after it has begun there).
-  const bool launched_rank0 = launch_environment_from_process().rank == 0;
+  const bool launched_rank0 = launched_as_rank0();
   if (launched_rank0)
     for (const char* name : {kResultFileName, kMetricsFileName})
       check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
@@ -331,7 +328,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       count_changed_source_lines(o.source_dir.empty() ? fs::path(kSourceDir) : o.source_dir, o.baseline_revision);
   r.changed_source_lines = changes.lines;
   r.extra["source_changes"] = to_json(changes);  // with why_unknown when the count is null
-  r.extra["train_stop"] = Json{{"reason", training.result.stop_reason}, {"error", training.error}};
+  r.extra["train_stop"] = Json{{"reason", stop_reason_name(training.result.stop_reason)}, {"error", training.error}};
   r.extra["prepared_data"] = Json{{"dir", prepared.dir.string()}, {"cache_key", prepared.key}, {"reused", prepared.reused}};
   r.extra["notes"] = out.notes;
 
@@ -345,6 +342,8 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   }
   return out;
 }
+
+bool launched_as_rank0() { return launch_environment_from_process().rank == 0; }
 
 std::string gate_summary(const RunResult& r) {
   std::string s = str("val_bpb ", r.val_bpb ? format_fixed(*r.val_bpb, 4) : std::string("n/a"));

@@ -56,6 +56,10 @@ struct RunOutcome {
 
 RunOutcome run_pipeline(const RunPipelineOptions& options, std::ostream& log);
 
+// True unless a launcher (mpirun, torchrun, srun: backend/parallel/launch.h) started this process as
+// a rank other than 0. Under a launcher rank 0 writes the run folder and speaks for the job.
+bool launched_as_rank0();
+
 // The lines printed at the end: val_bpb (and CORE), then one line per gate check.
 std::string gate_summary(const RunResult& result);
 

@@ -1,10 +1,13 @@
 #include "harness/svg_chart.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <cstdio>
+#include <limits>
 
 #include "harness/html.h"
+#include "util/clock.h"
+#include "util/text_format.h"
 
 namespace ct {
 
@@ -13,11 +16,9 @@ namespace {
 constexpr double kMarginLeft = 64, kMarginRight = 18, kMarginTop = 50, kMarginBottom = 46;
 constexpr const char* kNonFiniteColor = "#dc2626";
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+// SVG coordinates: one decimal in the line charts, two in the scatter charts.
+std::string num(double v) { return format_fixed(v, 1); }
+std::string num2(double v) { return format_fixed(v, 2); }
 
 // Decimals needed to tell ticks `step` apart.
 int decimals_for(double step) {
@@ -26,10 +27,9 @@ int decimals_for(double step) {
   return std::clamp(d, 0, 8);
 }
 
+// A tick label: format_fixed without a minus sign on a value that rounds to zero.
 std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string s = buf;
+  std::string s = format_fixed(v, decimals);
   if (s == "-0" || s.rfind("-0.", 0) == 0) {  // "-0.00" -> "0.00"
     bool all_zero = s.find_first_not_of("-0.") == std::string::npos;
     if (all_zero) s.erase(0, 1);
@@ -304,6 +304,120 @@ std::string render_line_chart(const LineChart& chart) {
   if (!merged.empty()) legend_item(kNonFiniteColor, "NaN / Inf", false);
   out += "</svg>";
   return out;
+}
+
+std::string palette_color(size_t i) {
+  static const std::array<const char*, 8> kColors = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                                     "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
+  return kColors[i % kColors.size()];
+}
+
+namespace {
+
+struct Range {
+  double low = std::numeric_limits<double>::infinity(), high = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    if (!std::isfinite(v)) return;
+    low = std::min(low, v);
+    high = std::max(high, v);
+  }
+  bool valid() const { return low <= high; }
+};
+
+// The nice_ticks inside [lo, hi] (the scatter charts' axes end at their padded data range), with
+// the decimals their labels need.
+struct InnerTicks {
+  std::vector<double> values;
+  int decimals = 0;
+};
+
+InnerTicks ticks_within(double lo, double hi) {
+  const std::vector<double> all = nice_ticks(lo, hi, 6);
+  InnerTicks ticks;
+  ticks.decimals = decimals_for(all[1] - all[0]);
+  for (double t : all)
+    if (t >= lo && t <= hi) ticks.values.push_back(t);
+  return ticks;
+}
+
+std::string time_label(double unix_seconds, double span) {
+  return utc_text(unix_seconds, span > 2 * 86400 ? "%m-%d" : span > 600 ? "%m-%d %H:%M" : "%H:%M:%S");
+}
+
+}  // namespace
+
+std::string render_scatter_chart(const ScatterChart& chart) {
+  const double left = 70, right = 170, top = 34, bottom = 50;
+  const double plot_w = chart.width - left - right, plot_h = chart.height - top - bottom;
+  Range xr, yr;
+  for (const auto& s : chart.series)
+    for (const auto& p : s.points) {
+      xr.add(p.x);
+      yr.add(p.y);
+    }
+  for (const auto& b : chart.bands) {
+    xr.add(b.x_low);
+    xr.add(b.x_high);
+    yr.add(b.y_low);
+    yr.add(b.y_high);
+  }
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(chart.width) +
+                    "\" height=\"" + std::to_string(chart.height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  svg += "<text x=\"" + num2(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(chart.title) +
+         "</text>\n";
+  if (!xr.valid() || !yr.valid()) return svg + "<text x=\"" + num2(left) + "\" y=\"60\">no data</text>\n</svg>\n";
+  // Pad the ranges so that points do not sit on the frame.
+  double xpad = xr.high > xr.low ? 0.05 * (xr.high - xr.low) : std::max(1.0, std::fabs(xr.low) * 0.05);
+  double ypad = yr.high > yr.low ? 0.08 * (yr.high - yr.low) : std::max(1e-3, std::fabs(yr.low) * 0.02);
+  double x0 = xr.low - xpad, x1 = xr.high + xpad, y0 = yr.low - ypad, y1 = yr.high + ypad;
+  auto sx = [&](double x) { return left + (x - x0) / (x1 - x0) * plot_w; };
+  auto sy = [&](double y) { return top + (1.0 - (y - y0) / (y1 - y0)) * plot_h; };
+
+  svg += "<rect x=\"" + num2(left) + "\" y=\"" + num2(top) + "\" width=\"" + num2(plot_w) + "\" height=\"" +
+         num2(plot_h) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+  const InnerTicks y_ticks = ticks_within(y0, y1);
+  for (double y : y_ticks.values) {
+    svg += "<line x1=\"" + num2(left) + "\" x2=\"" + num2(left + plot_w) + "\" y1=\"" + num2(sy(y)) + "\" y2=\"" +
+           num2(sy(y)) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"" + num2(left - 6) + "\" y=\"" + num2(sy(y) + 4) + "\" text-anchor=\"end\">" +
+           fixed(y, y_ticks.decimals) + "</text>\n";
+  }
+  const InnerTicks x_ticks = ticks_within(x0, x1);
+  for (double x : x_ticks.values) {
+    std::string label = chart.x_is_unix_time ? time_label(x, x1 - x0) : fixed(x, x_ticks.decimals);
+    svg += "<line x1=\"" + num2(sx(x)) + "\" x2=\"" + num2(sx(x)) + "\" y1=\"" + num2(top) + "\" y2=\"" +
+           num2(top + plot_h) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"" + num2(sx(x)) + "\" y=\"" + num2(top + plot_h + 16) + "\" text-anchor=\"middle\">" +
+           xml_escape(label) + "</text>\n";
+  }
+  svg += "<text x=\"" + num2(left + plot_w / 2) + "\" y=\"" + num2(chart.height - 10.0) + "\" text-anchor=\"middle\">" +
+         xml_escape(chart.x_label) + "</text>\n";
+  svg += "<text transform=\"translate(16," + num2(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+         xml_escape(chart.y_label) + "</text>\n";
+
+  double legend_y = top + 6;
+  for (const auto& b : chart.bands) {
+    svg += "<rect x=\"" + num2(sx(b.x_low)) + "\" y=\"" + num2(sy(b.y_high)) + "\" width=\"" +
+           num2(std::max(1.0, sx(b.x_high) - sx(b.x_low))) + "\" height=\"" +
+           num2(std::max(2.0, sy(b.y_low) - sy(b.y_high))) + "\" fill=\"" + xml_escape(b.color) + "\" fill-opacity=\"" +
+           num2(b.opacity) + "\"><title>" + xml_escape(b.label) + "</title></rect>\n";
+  }
+  for (const auto& s : chart.series) {
+    if (s.draw_line && s.points.size() >= 2) {
+      std::string path;
+      for (const auto& p : s.points) path += (path.empty() ? "M" : " L") + num2(sx(p.x)) + "," + num2(sy(p.y));
+      svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + xml_escape(s.color) + "\" stroke-width=\"2\"/>\n";
+    }
+    if (s.draw_markers)
+      for (const auto& p : s.points)
+        svg += "<circle cx=\"" + num2(sx(p.x)) + "\" cy=\"" + num2(sy(p.y)) + "\" r=\"3.5\" fill=\"" + xml_escape(s.color) +
+               "\"><title>" + xml_escape(p.tooltip) + "</title></circle>\n";
+    svg += "<rect x=\"" + num2(left + plot_w + 12) + "\" y=\"" + num2(legend_y - 8) +
+           "\" width=\"10\" height=\"10\" fill=\"" + xml_escape(s.color) + "\"/><text x=\"" + num2(left + plot_w + 26) +
+           "\" y=\"" + num2(legend_y + 1) + "\">" + xml_escape(s.label.substr(0, 24)) + "</text>\n";
+    legend_y += 16;
+  }
+  return svg + "</svg>\n";
 }
 
 }  // namespace ct

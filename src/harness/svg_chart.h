@@ -1,5 +1,8 @@
 #pragma once
-// A small SVG line chart for the report: axes with "nice" ticks (steps of 1, 2 or 5 times a power
+// The project's SVG chart writer (one file for every chart: the run report's line charts and the
+// lab report's scatter charts share the ticks, number formats and escaping below).
+//
+// render_line_chart, for the report: axes with "nice" ticks (steps of 1, 2 or 5 times a power
 // of ten), gridlines, axis labels, a title and a legend. Empty series, a single point, constant
 // values and NaN/Inf values are all drawn sensibly: a non-finite y breaks the line and is marked
 // with a red span on the top edge; an isolated finite point is drawn as a dot; a chart without any
@@ -48,6 +51,40 @@ struct LineChart {
 };
 
 std::string render_line_chart(const LineChart& chart);
+
+// render_scatter_chart, for the lab report: scatter series, optional lines through them, and shaded
+// bands (noise bands, intervals), styled inline (no stylesheet needed). Self-contained markup: no
+// scripts, fonts or network. Text and tooltips go through xml_escape (html.h).
+struct ScatterPoint {
+  double x = 0, y = 0;
+  std::string tooltip;  // shown on hover (an SVG <title>)
+};
+
+struct ScatterSeries {
+  std::string label, color;
+  std::vector<ScatterPoint> points;
+  bool draw_line = false;
+  bool draw_markers = true;
+};
+
+struct ScatterBand {
+  std::string label, color;
+  double x_low = 0, x_high = 0, y_low = 0, y_high = 0;
+  double opacity = 0.15;
+};
+
+struct ScatterChart {
+  std::string title, x_label, y_label;
+  bool x_is_unix_time = false;  // tick labels as UTC dates
+  std::vector<ScatterSeries> series;
+  std::vector<ScatterBand> bands;
+  int width = 760, height = 380;
+};
+
+std::string render_scatter_chart(const ScatterChart& chart);
+
+// A distinct colour for series number i (the scatter charts' palette).
+std::string palette_color(size_t i);
 
 // Tick positions covering [lo, hi] with about `target` steps of 1, 2 or 5 times a power of ten;
 // the first tick is <= lo and the last >= hi. lo < hi required.

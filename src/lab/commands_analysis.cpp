@@ -142,7 +142,7 @@ void lab_diff(const fs::path& ledger_path, const std::string& left_spec, const s
 void lab_noise(const NoiseOptions& o, std::ostream& out) {
   check(o.recipe.has_value() != o.experiment.has_value(), "lab noise: give either --recipe NAME or an experiment id");
   Ledger ledger(o.ledger, false);
-  std::optional<Rung> rung = o.rung ? std::optional<Rung>(parse_rung(*o.rung)) : std::nullopt;
+  std::optional<Rung> rung = o.rung;
   std::vector<StoredRun> runs;
   std::vector<std::pair<std::string, std::vector<const StoredRun*>>> groups;
   if (o.experiment) {
@@ -177,38 +177,55 @@ void lab_noise(const NoiseOptions& o, std::ostream& out) {
   }
 }
 
+const char* elasticity_x_name(ElasticityX x) { return x == ElasticityX::steps ? "steps" : "tokens"; }
+const char* levels_by_name(LevelsBy by) {
+  return by == LevelsBy::automatic ? "auto" : by == LevelsBy::budget ? "budget" : "steps";
+}
+ElasticityX parse_elasticity_x(const std::string& text) {
+  for (ElasticityX x : {ElasticityX::steps, ElasticityX::tokens})
+    if (text == elasticity_x_name(x)) return x;
+  fail("lab elasticity: --x must be steps or tokens, got '", text, "'");
+}
+LevelsBy parse_levels_by(const std::string& text) {
+  for (LevelsBy by : {LevelsBy::automatic, LevelsBy::budget, LevelsBy::steps})
+    if (text == levels_by_name(by)) return by;
+  fail("lab elasticity: --by must be auto, budget or steps");
+}
+
 void lab_elasticity(const ElasticityOptions& o, std::ostream& out) {
-  check(o.x == "steps" || o.x == "tokens", "lab elasticity: --x must be steps or tokens, got '", o.x, "'");
-  check(o.by == "auto" || o.by == "budget" || o.by == "steps", "lab elasticity: --by must be auto, budget or steps");
+  const std::string x_name = elasticity_x_name(o.x);
   Ledger ledger(o.ledger, false);
-  std::optional<Rung> rung = o.rung ? std::optional<Rung>(parse_rung(*o.rung)) : std::nullopt;
+  std::optional<Rung> rung = o.rung;
   auto runs = runs_of_recipe(ledger, o.recipe, rung);
   std::erase_if(runs, [&](const StoredRun& r) {
-    auto x = metric_value(r.record, o.x);
+    auto x = metric_value(r.record, x_name);
     return !usable_for_statistics(r, "val_bpb") || !x || *x <= 0;
   });
   std::set<double> budgets;
   for (const auto& r : runs)
     if (auto b = metric_value(r.record, "budget_seconds")) budgets.insert(*b);
-  std::string by = o.by == "auto" ? (budgets.size() >= 2 ? "budget" : "steps") : o.by;
+  const LevelsBy levels_by =
+      o.by != LevelsBy::automatic ? o.by : budgets.size() >= 2 ? LevelsBy::budget : LevelsBy::steps;
+  const std::string by = levels_by_name(levels_by);
   std::vector<ElasticityPoint> points;
   for (const auto& r : runs) {
-    auto level = metric_value(r.record, by == "budget" ? "budget_seconds" : "steps");
+    auto level = metric_value(r.record, levels_by == LevelsBy::budget ? "budget_seconds" : "steps");
     if (!level) continue;
-    points.push_back({*level, std::log(*metric_value(r.record, o.x)), *r.record.val_bpb, r.id});
+    points.push_back({*level, std::log(*metric_value(r.record, x_name)), *r.record.val_bpb, r.id});
   }
-  check(!points.empty(), "lab elasticity: no usable runs of recipe '", o.recipe, "' (finite val_bpb, ", o.x,
+  check(!points.empty(), "lab elasticity: no usable runs of recipe '", o.recipe, "' (finite val_bpb, ", x_name,
         " > 0, eligible gate at smoke/full)");
   ElasticityFit fit = fit_elasticity(points);
 
-  out << "elasticity of val_bpb in ln(" << o.x << ") for " << o.recipe << ", levels by " << by << " ("
+  out << "elasticity of val_bpb in ln(" << x_name << ") for " << o.recipe << ", levels by " << by << " ("
       << points.size() << " runs)\n\n";
-  TextTable levels({by == "budget" ? "budget s" : "steps", "runs", "mean " + o.x, "mean ln(" + o.x + ")", "mean val_bpb"});
+  TextTable levels({levels_by == LevelsBy::budget ? "budget s" : "steps", "runs", "mean " + x_name,
+                    "mean ln(" + x_name + ")", "mean val_bpb"});
   for (const auto& l : fit.levels)
     levels.add_row({format_fixed(l.level, 0), std::to_string(l.runs), format_fixed(std::exp(l.mean_x), 1),
                     format_fixed(l.mean_x, 4), format_fixed(l.mean_y, 5)});
   out << levels.render() << "\n";
-  TextTable ranges({"range", "from", "to", "points", "slope dbpb/dln(" + o.x + ")", "std error", "df"});
+  TextTable ranges({"range", "from", "to", "points", "slope dbpb/dln(" + x_name + ")", "std error", "df"});
   for (size_t i = 0; i < fit.ranges.size(); ++i) {
     const auto& r = fit.ranges[i];
     ranges.add_row({std::to_string(i + 1), format_fixed(r.low.level, 0), format_fixed(r.high.level, 0),
@@ -220,14 +237,14 @@ void lab_elasticity(const ElasticityOptions& o, std::ostream& out) {
   check(!(o.at && o.at_budget), "lab elasticity: give --at or --at-budget, not both");
   double operating_x = o.at ? std::log(*o.at) : fit.levels.back().mean_x;
   if (o.at_budget) {
-    check(by == "budget", "lab elasticity: --at-budget needs levels by budget (runs at 2 or more budgets)");
+    check(levels_by == LevelsBy::budget, "lab elasticity: --at-budget needs levels by budget (runs at 2 or more budgets)");
     auto level = std::find_if(fit.levels.begin(), fit.levels.end(),
                               [&](const ElasticityLevel& l) { return l.level == *o.at_budget; });
     check(level != fit.levels.end(), "lab elasticity: no runs at budget ", *o.at_budget, " s");
     operating_x = level->mean_x;
   }
-  check(std::isfinite(operating_x), "lab elasticity: --at must be a positive ", o.x, " count");
-  out << "\nexpected change of val_bpb from a speed-up at " << format_fixed(std::exp(operating_x), 1) << " " << o.x
+  check(std::isfinite(operating_x), "lab elasticity: --at must be a positive ", x_name, " count");
+  out << "\nexpected change of val_bpb from a speed-up at " << format_fixed(std::exp(operating_x), 1) << " " << x_name
       << " (delta = slope * ln(1 + p/100); " << o.confidence * 100 << "% interval):\n";
   TextTable effects({"speed-up %", "range", "delta val_bpb", "std error", "interval", "note"});
   for (double p : o.speedups_percent) {
@@ -251,12 +268,12 @@ void lab_elasticity(const ElasticityOptions& o, std::ostream& out) {
   }
 }
 
-std::string lab_verdict(const fs::path& ledger_path, int64_t experiment, std::optional<std::string> rung_text,
+std::string lab_verdict(const fs::path& ledger_path, int64_t experiment, std::optional<Rung> chosen_rung,
                         std::ostream& out) {
   Ledger ledger(ledger_path, false);
   Experiment e = ledger.experiment(experiment);
   auto runs = ledger.runs(experiment);
-  std::optional<Rung> rung = rung_text ? std::optional<Rung>(parse_rung(*rung_text)) : highest_shared_rung(runs, e.rule);
+  std::optional<Rung> rung = chosen_rung ? chosen_rung : highest_shared_rung(runs, e.rule);
   check(rung.has_value(), "lab verdict: experiment ", experiment, " has no rung with runs in both arms (",
         e.rule.control_arm, ", ", e.rule.treatment_arm, ")");
   std::vector<const StoredRun*> used;

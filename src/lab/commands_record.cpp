@@ -53,7 +53,7 @@ std::optional<std::string> out_option(const std::vector<std::string>& args) {
 }
 
 std::string default_out_dir(const RunOptions& o) {
-  return str("runs/lab/e", o.experiment, "-", o.arm, "-", o.rung, "-", utc_text(unix_seconds(), "%Y%m%d-%H%M%S"), "-",
+  return str("runs/lab/e", o.experiment, "-", o.arm, "-", rung_name(o.rung), "-", utc_text(unix_seconds(), "%Y%m%d-%H%M%S"), "-",
              ::getpid());
 }
 
@@ -97,7 +97,7 @@ void lab_declare(const fs::path& ledger_path, int64_t experiment, const std::vec
 int64_t lab_run(const RunOptions& o, std::ostream& out) {
   check(!o.run_args.empty() && !o.run_args.front().starts_with("-"),
         "lab run: give the recipe after --: clocktrain lab run EXP --arm A -- RECIPE [run options]");
-  Rung rung = parse_rung(o.rung);
+  const Rung rung = o.rung;
   {
     // Refuse before spending any compute; the ledger is not held open while the run trains.
     Ledger ledger(o.ledger, false);
@@ -138,9 +138,8 @@ int64_t lab_run(const RunOptions& o, std::ostream& out) {
 }
 
 std::vector<int64_t> lab_add(const fs::path& ledger_path, int64_t experiment, const std::string& arm,
-                             const std::string& rung_text, const std::vector<fs::path>& run_dirs, std::ostream& out) {
+                             Rung rung, const std::vector<fs::path>& run_dirs, std::ostream& out) {
   check(!run_dirs.empty(), "lab add: name at least one run folder");
-  Rung rung = parse_rung(rung_text);
   Ledger ledger(ledger_path, false);
   std::vector<int64_t> ids;
   for (const auto& dir : run_dirs) {
@@ -160,9 +159,9 @@ void lab_exclude(const fs::path& ledger_path, int64_t run, const std::string& re
 
 int lab_check(const CheckOptions& o, std::ostream& out) {
   check(!o.command.empty(), "lab check: give the check command after --: clocktrain lab check EXP -- ctest -R model");
-  Rung rung = parse_rung(o.rung);
+  const Rung rung = o.rung;
   check(rung == Rung::cpu_check || rung == Rung::probe, "lab check: records the cpu-check or probe rung, not ",
-        o.rung);
+        rung_name(rung));
   {
     Ledger ledger(o.ledger, false);
     Experiment e = ledger.experiment(o.experiment);

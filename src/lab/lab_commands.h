@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/ladder.h"
 #include "lab/ledger.h"
 
 namespace ct::lab {
@@ -26,7 +27,7 @@ struct RunOptions {
   fs::path ledger;
   int64_t experiment = 0;
   std::string arm;
-  std::string rung = "full";
+  Rung rung = Rung::full;
   std::optional<fs::path> binary;      // the clocktrain to run (default: this executable)
   std::vector<std::string> run_args;   // RECIPE [run options...], passed to `clocktrain run`
 };
@@ -37,13 +38,13 @@ int64_t lab_run(const RunOptions& options, std::ostream& out);
 
 // lab add: records existing run folders. Returns their run ids.
 std::vector<int64_t> lab_add(const fs::path& ledger, int64_t experiment, const std::string& arm,
-                             const std::string& rung, const std::vector<fs::path>& run_dirs, std::ostream& out);
+                             Rung rung, const std::vector<fs::path>& run_dirs, std::ostream& out);
 
 struct CheckOptions {
   fs::path ledger;
   int64_t experiment = 0;
   std::optional<std::string> arm;
-  std::string rung = "cpu-check";
+  Rung rung = Rung::cpu_check;
   std::vector<std::string> command;
 };
 // lab check: runs a check command (tests of what changed) and records it as a cpu-check or probe
@@ -60,19 +61,28 @@ struct NoiseOptions {
   fs::path ledger;
   std::optional<std::string> recipe;
   std::optional<int64_t> experiment;
-  std::optional<std::string> rung;
+  std::optional<Rung> rung;
   std::string metric = "val_bpb";
   double confidence = 0.95, power = 0.8;
   std::vector<int> runs_per_arm = {2, 3, 4, 6, 8};
 };
 void lab_noise(const NoiseOptions& options, std::ostream& out);
 
+// What `lab elasticity` fits against (--x) and how it groups runs into levels (--by); the command
+// line's words are parse_elasticity_x / parse_levels_by, the printed ones the *_name functions.
+enum class ElasticityX { steps, tokens };
+enum class LevelsBy { automatic, budget, steps };  // automatic: budget when the runs' budgets differ
+const char* elasticity_x_name(ElasticityX x);      // "steps", "tokens"
+const char* levels_by_name(LevelsBy by);           // "auto", "budget", "steps"
+ElasticityX parse_elasticity_x(const std::string& text);  // errors name --x and the choices
+LevelsBy parse_levels_by(const std::string& text);        // errors name --by and the choices
+
 struct ElasticityOptions {
   fs::path ledger;
   std::string recipe;
-  std::string x = "steps";    // steps | tokens
-  std::string by = "auto";    // budget | steps | auto (budget when budgets differ)
-  std::optional<std::string> rung;
+  ElasticityX x = ElasticityX::steps;
+  LevelsBy by = LevelsBy::automatic;
+  std::optional<Rung> rung;
   std::vector<double> speedups_percent = {1, 2, 5, 10};
   std::optional<double> at;   // operating point in steps (or tokens); default: the largest level
   std::optional<double> at_budget;  // or: the level of this budget (levels by budget)
@@ -81,7 +91,7 @@ struct ElasticityOptions {
 void lab_elasticity(const ElasticityOptions& options, std::ostream& out);
 
 // lab verdict EXP: applies the rule and stores the verdict. Returns accept | reject | inconclusive.
-std::string lab_verdict(const fs::path& ledger, int64_t experiment, std::optional<std::string> rung,
+std::string lab_verdict(const fs::path& ledger, int64_t experiment, std::optional<Rung> rung,
                         std::ostream& out);
 
 void lab_list(const fs::path& ledger, std::ostream& out);

@@ -4,11 +4,12 @@
 #include <map>
 #include <set>
 
+#include "harness/html.h"
+#include "harness/svg_chart.h"
 #include "lab/elasticity.h"
 #include "lab/lab_commands.h"
 #include "lab/noise.h"
 #include "lab/run_selection.h"
-#include "lab/svg_chart.h"
 #include "lab/text_table.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -18,7 +19,7 @@ namespace ct::lab {
 
 namespace {
 
-std::string cell(const std::string& text) { return "<td>" + escape_xml(text) + "</td>"; }
+std::string cell(const std::string& text) { return "<td>" + xml_escape(text) + "</td>"; }
 
 std::string experiments_section(Ledger& ledger) {
   auto verdicts = ledger.verdicts();
@@ -44,7 +45,7 @@ std::string experiments_section(Ledger& ledger) {
             cell(format_fixed(e.predicted_effect, 4) + " [" + format_fixed(e.predicted_low, 4) + ", " +
                  format_fixed(e.predicted_high, 4) + "]") +
             cell(e.rule_text) + cell(std::to_string(ledger.runs(e.id).size())) + "<td class=\"" +
-            (latest ? latest->verdict : std::string("none")) + "\">" + escape_xml(verdict) + "</td>" +
+            (latest ? latest->verdict : std::string("none")) + "\">" + xml_escape(verdict) + "</td>" +
             cell(number("effect")) + cell(interval) + cell(number("mde")) + "</tr>\n";
   }
   return html + "</table>\n";
@@ -53,7 +54,7 @@ std::string experiments_section(Ledger& ledger) {
 // Runs over time, one series per recipe; a band of mean +- 1 single-run std for each configuration
 // with 2 or more seeds, spanning the time of its runs.
 std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
-  Chart chart;
+  ScatterChart chart;
   chart.title = "val_bpb of every run over time";
   chart.x_label = "recorded (UTC)";
   chart.y_label = "val_bpb";
@@ -100,7 +101,7 @@ std::string runs_over_time_section(const std::vector<StoredRun>& all_runs) {
   }
   return "<h2>Runs over time</h2>\n<p>One point per run (hover for its id, experiment, arm, rung and seed). "
          "Shaded: mean +- 1 single-run sd of each configuration with 2 or more seeds, over the time of its runs.</p>\n" +
-         render_svg(chart) +
+         render_scatter_chart(chart) +
          "<h2>Noise</h2>\n<p>Per configuration (every input equal but the seed); MDE at 95% confidence, power 0.8, "
          "4 runs per arm (docs/lab.md gives the formulas).</p>\n" +
          table + "</table>\n";
@@ -132,11 +133,11 @@ std::string elasticity_section(Ledger& ledger, const std::vector<StoredRun>& all
     for (const auto& p : points) levels.insert(p.level);
     if (levels.size() < 2) continue;
     ElasticityFit fit = fit_elasticity(points);
-    Chart chart;
+    ScatterChart chart;
     chart.title = recipe + ": val_bpb against ln(steps), one line per range";
     chart.x_label = "ln(steps)";
     chart.y_label = "val_bpb";
-    ChartSeries runs_series{"runs", palette_color(0), {}, false, true};
+    ScatterSeries runs_series{"runs", palette_color(0), {}, false, true};
     for (const auto& p : fit.points)
       runs_series.points.push_back({p.x, p.y, str("run ", p.run_id, " level ", p.level, " steps ", std::exp(p.x))});
     chart.series.push_back(runs_series);
@@ -144,7 +145,7 @@ std::string elasticity_section(Ledger& ledger, const std::vector<StoredRun>& all
                         "<th>std error</th><th>delta bpb for +5% speed</th></tr>\n";
     for (size_t i = 0; i < fit.ranges.size(); ++i) {
       const auto& range = fit.ranges[i];
-      ChartSeries line{str("range ", i + 1, " slope ", format_fixed(range.fit.slope, 4)), palette_color(i + 1), {}, true,
+      ScatterSeries line{str("range ", i + 1, " slope ", format_fixed(range.fit.slope, 4)), palette_color(i + 1), {}, true,
                        false};
       for (double x : {range.low.mean_x, range.high.mean_x})
         line.points.push_back({x, range.fit.intercept + range.fit.slope * x, ""});
@@ -156,9 +157,9 @@ std::string elasticity_section(Ledger& ledger, const std::vector<StoredRun>& all
                                                                   : "n/a") +
                cell(format_fixed(range.fit.slope * std::log1p(0.05), 5)) + "</tr>\n";
     }
-    html += "<p>" + escape_xml(recipe) + ": smoke and full runs grouped by " +
+    html += "<p>" + xml_escape(recipe) + ": smoke and full runs grouped by " +
             (by_budget ? std::string("budget") : std::string("step count")) +
-            "; each pair of adjacent levels is a range with its own least-squares slope.</p>\n" + render_svg(chart) +
+            "; each pair of adjacent levels is a range with its own least-squares slope.</p>\n" + render_scatter_chart(chart) +
             table + "</table>\n";
     ++drawn;
   }
@@ -177,7 +178,7 @@ void lab_report(const fs::path& ledger_path, const fs::path& out_file, std::ostr
       "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}"
       "td.accept{background:#dff0d8}td.reject{background:#f2dede}td.inconclusive{background:#fcf8e3}"
       "</style></head><body>\n<h1>clocktrain lab</h1>\n<p>Ledger " +
-      escape_xml(fs::absolute(ledger_path).string()) + ", " + std::to_string(runs.size()) + " runs; generated " +
+      xml_escape(fs::absolute(ledger_path).string()) + ", " + std::to_string(runs.size()) + " runs; generated " +
       format_unix_time(unix_seconds()) + " UTC.</p>\n";
   html += experiments_section(ledger);
   html += runs_over_time_section(runs);

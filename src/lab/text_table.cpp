@@ -45,14 +45,6 @@ std::string TextTable::render(size_t indent) const {
   return out;
 }
 
-std::string format_fixed(double value, int decimals) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
 std::string format_optional(const std::optional<double>& value, int decimals) {
   return value ? format_fixed(*value, decimals) : "-";
 }

@@ -1,8 +1,11 @@
 #pragma once
-// Plain-text tables for the lab's terminal output, and number formatting shared by its commands.
+// Plain-text tables for the lab's terminal output, and number formatting shared by its commands
+// (fixed decimals come from util/text_format.h, the project's one number formatter).
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "util/text_format.h"
 
 namespace ct::lab {
 
@@ -20,9 +23,7 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Fixed notation with `decimals` digits; "nan" and "inf" spelled out.
-std::string format_fixed(double value, int decimals);
-// "-" when empty.
+// format_fixed(value, decimals), or "-" when empty.
 std::string format_optional(const std::optional<double>& value, int decimals);
 // "2026-11-30 12:00:00" UTC.
 std::string format_unix_time(double unix_seconds);

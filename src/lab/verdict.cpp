@@ -8,6 +8,7 @@
 
 #include "lab/statistics.h"
 #include "util/error.h"
+#include "util/text_format.h"
 
 namespace ct::lab {
 
@@ -25,7 +26,7 @@ std::map<int64_t, double> per_seed_means(const ArmSample& arm) {
   return means;
 }
 
-std::string fmt(double v) { return str(std::fixed, std::setprecision(5), v); }
+std::string fmt(double v) { return format_fixed(v, 5); }
 
 Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 

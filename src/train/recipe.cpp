@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <vector>
 #include <toml++/toml.h>
 
 #include "util/error.h"
@@ -65,6 +66,23 @@ FieldReader string_field(std::string& target) {
     auto v = n.value_exact<std::string>();
     check(v.has_value(), what, ": expected a string");
     target = *v;
+  };
+}
+
+// A string naming one of an enum's values (name_of gives each value's name).
+template <typename Enum>
+FieldReader enum_field(Enum& target, std::vector<Enum> values, const char* (*name_of)(Enum)) {
+  return [&target, values, name_of](const toml::node& n, const std::string& what) {
+    std::string expected;
+    for (Enum value : values) expected += str(expected.empty() ? "" : " or ", "\"", name_of(value), "\"");
+    auto v = n.value_exact<std::string>();
+    check(v.has_value(), what, ": expected a string: ", expected);
+    for (Enum value : values)
+      if (*v == name_of(value)) {
+        target = value;
+        return;
+      }
+    fail(what, ": expected ", expected, ", got \"", *v, "\"");
   };
 }
 
@@ -145,14 +163,14 @@ Schema schema_for(Recipe& r) {
         {"warmdown_fraction", number_field(r.schedule.warmdown_fraction)},
         {"final_lr_fraction", number_field(r.schedule.final_lr_fraction)}}},
       {"run",
-       {{"run_by", string_field(r.run_by)},
+       {{"run_by", enum_field(r.run_by, {RunBy::budget, RunBy::steps}, run_by_name)},
         {"budget_seconds", number_field(r.budget_seconds)},
         {"step_time_margin", number_field(r.step_time_margin)},
         {"steps", int_field(r.steps)},
         {"startup_steps", int_field(r.startup_steps)},
         {"startup_cap_seconds", number_field(r.startup_cap_seconds)},
         {"seed", seed_field(r.seed)},
-        {"nan_policy", string_field(r.nan_policy)}}},
+        {"nan_policy", enum_field(r.nan_policy, {NanPolicy::stop, NanPolicy::skip}, nan_policy_name)}}},
       {"eval",
        {{"every_steps", int_field(r.eval_every_steps)},
         {"every_seconds", number_field(r.eval_every_seconds)},
@@ -187,6 +205,9 @@ void read_table(const toml::table& table, const std::map<std::string, FieldReade
 
 }  // namespace
 
+const char* run_by_name(RunBy run_by) { return run_by == RunBy::budget ? "budget" : "steps"; }
+const char* nan_policy_name(NanPolicy nan_policy) { return nan_policy == NanPolicy::stop ? "stop" : "skip"; }
+
 void Recipe::validate(const std::string& where) const {
   model.validate(where + ": [model]");
   auto field = [&](const char* name) { return str(where, ": field '", name, "'"); };
@@ -194,8 +215,6 @@ void Recipe::validate(const std::string& where) const {
         ": expected a positive multiple of model.sequence_len (", model.sequence_len, "), got ", tokens_per_step);
   check(micro_batch_rows > 0 && rows_per_step() % micro_batch_rows == 0, field("batch.micro_batch_rows"),
         ": expected a positive divisor of the rows per step (", rows_per_step(), "), got ", micro_batch_rows);
-  check(run_by == "budget" || run_by == "steps", field("run.run_by"), ": expected \"budget\" or \"steps\", got \"",
-        run_by, "\"");
   check(std::isfinite(budget_seconds) && budget_seconds > 0, field("run.budget_seconds"),
         ": expected a positive number, got ", budget_seconds);
   check(std::isfinite(step_time_margin) && step_time_margin >= 1.0, field("run.step_time_margin"),
@@ -203,8 +222,6 @@ void Recipe::validate(const std::string& where) const {
   check(steps > 0, field("run.steps"), ": expected a positive integer, got ", steps);
   check(startup_steps >= 0, field("run.startup_steps"), ": expected >= 0, got ", startup_steps);
   check(startup_cap_seconds > 0, field("run.startup_cap_seconds"), ": expected a positive number");
-  check(nan_policy == "stop" || nan_policy == "skip", field("run.nan_policy"), ": expected \"stop\" or \"skip\", got \"",
-        nan_policy, "\"");
   check(eval_every_steps >= 0, field("eval.every_steps"), ": expected >= 0");
   check(eval_every_seconds >= 0, field("eval.every_seconds"), ": expected >= 0");
   check(eval_tokens >= 0 && eval_tokens % model.sequence_len == 0, field("eval.tokens"),
@@ -278,14 +295,14 @@ Json to_json(const Recipe& r) {
         {"warmdown_fraction", r.schedule.warmdown_fraction},
         {"final_lr_fraction", r.schedule.final_lr_fraction}}},
       {"run",
-       {{"run_by", r.run_by},
+       {{"run_by", run_by_name(r.run_by)},
         {"budget_seconds", r.budget_seconds},
         {"step_time_margin", r.step_time_margin},
         {"steps", r.steps},
         {"startup_steps", r.startup_steps},
         {"startup_cap_seconds", r.startup_cap_seconds},
         {"seed", r.seed},
-        {"nan_policy", r.nan_policy}}},
+        {"nan_policy", nan_policy_name(r.nan_policy)}}},
       {"eval", {{"every_steps", r.eval_every_steps}, {"every_seconds", r.eval_every_seconds}, {"tokens", r.eval_tokens}}},
       {"checkpoint", {{"every_minutes", r.checkpoint_every_minutes}}},
       {"backend",

@@ -15,6 +15,13 @@
 
 namespace ct {
 
+// [run] settings with a fixed set of values: enums inside the program, read and written as text
+// only in the recipe file and its resolved JSON (parsed, and so validated, once when read).
+enum class RunBy { budget, steps };    // stop at budget_seconds of training clock, or after `steps`
+enum class NanPolicy { stop, skip };   // at a non-finite loss or gradient: stop the run, or skip the step
+const char* run_by_name(RunBy run_by);              // "budget", "steps"
+const char* nan_policy_name(NanPolicy nan_policy);  // "stop", "skip"
+
 struct Recipe {
   std::string name = "baseline";
   std::string source_path;       // the TOML file it came from ("" when built in code)
@@ -30,7 +37,7 @@ struct Recipe {
   ScheduleConfig schedule;        // [schedule]
 
   // [run]
-  std::string run_by = "budget";  // "budget": stop at budget_seconds of training clock; "steps": after `steps`
+  RunBy run_by = RunBy::budget;   // budget: stop at budget_seconds of training clock; steps: after `steps`
   double budget_seconds = 1800.0;
   // A timed run starts a step only if step_time_margin x the slowest of its last 10 steps still ends
   // within the budget: the margin absorbs a step slower than any recent one (the clock must never
@@ -40,7 +47,7 @@ struct Recipe {
   int64_t startup_steps = 2;      // first optimizer steps excluded from the clock (docs/harness.md)
   double startup_cap_seconds = 900.0;
   uint64_t seed = 42;
-  std::string nan_policy = "stop";  // "stop" the run, or "skip" the step, at a non-finite loss or gradient
+  NanPolicy nan_policy = NanPolicy::stop;  // stop the run, or skip the step, at a non-finite loss or gradient
 
   // [eval] the periodic held-out loss (split "heldout"; never the pinned validation set)
   int64_t eval_every_steps = 0;     // 0 = not by steps
@@ -66,7 +73,7 @@ struct Recipe {
 
   int64_t rows_per_step() const { return tokens_per_step / model.sequence_len; }
   int64_t micro_steps() const { return rows_per_step() / micro_batch_rows; }
-  bool timed() const { return run_by == "budget"; }
+  bool timed() const { return run_by == RunBy::budget; }
 
   // Checks every rule across fields; errors name `where` (the file) and the field.
   void validate(const std::string& where) const;

@@ -23,6 +23,7 @@
 #include "util/files.h"
 #include "util/progress.h"
 #include "util/sha256.h"
+#include "util/text_format.h"
 #include "util/threads.h"
 #include "clocktrain_version.h"
 
@@ -35,22 +36,6 @@ namespace {
 // The budget check: the next step may start only if the slowest of the last kStepTimeWindow steps,
 // times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
-
-std::string format_duration(double seconds) {
-  if (seconds < 0) seconds = 0;
-  const int64_t s = static_cast<int64_t>(std::llround(seconds));
-  if (s >= 3600) return str(s / 3600, "h", (s % 3600) / 60, "m");
-  if (s >= 60) return str(s / 60, "m", s % 60, "s");
-  return str(s, "s");
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << v;
-  return out.str();
-}
 
 // SIGINT and SIGTERM while a run trains: the handler only records the signal; the loop stops before
 // the next step and writes the final checkpoint and the summary. SA_RESETHAND: a second signal
@@ -156,7 +141,7 @@ void Run::set_up() {
   }
   result_.backend = backend_->name();
   result_.device_description = backend_->device_description();
-  result_.matmul_precision = matmul_precision_name(backend_->matmul_precision());
+  result_.matmul_precision = backend_->matmul_precision();
   result_.matmul_precision_reason = backend_->matmul_precision_reason();
   result_.peak_flops = backend_->peak_flops();
   result_.matmul_ceiling_flops = backend_->matmul_ceiling_flops();
@@ -268,7 +253,7 @@ void Run::resume() {
   progress_ = c.progress;
   log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path(), progress_.step);
   std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
-                           fixed(progress_.clock_seconds, 1), " s");
+                           format_fixed(progress_.clock_seconds, 1), " s");
   if (c.recipe_sha256 != result_.recipe_sha256)
     detail += str("; recipe changed: ", c.recipe_sha256.substr(0, 12), " -> ", result_.recipe_sha256.substr(0, 12));
   log_->event(progress_.step, progress_.clock_seconds, "resume", detail);
@@ -331,10 +316,10 @@ bool Run::step() {
   if (!bad.empty()) {
     ++progress_.nonfinite_steps;
     const std::string message = str("step ", step_number, ": ", bad, "; the step was not applied");
-    if (r.nan_policy == "stop") {
+    if (r.nan_policy == NanPolicy::stop) {
       log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; the run stops (nan_policy stop)");
       result_.error = message + " (nan_policy \"stop\")";
-      result_.stop_reason = "nonfinite";
+      result_.stop_reason = StopReason::nonfinite;
       return false;
     }
     log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; skipped (nan_policy skip)");
@@ -345,16 +330,16 @@ bool Run::step() {
     const double startup = as_rank0_has_them({startup_watch_.seconds()})[0];
     progress_.startup_seconds += startup;
     if (startup > r.startup_cap_seconds) {
-      const std::string message = str("startup took ", fixed(startup, 1), " s, over the cap of ",
-                                      fixed(r.startup_cap_seconds, 1), " s (run.startup_cap_seconds)");
+      const std::string message = str("startup took ", format_fixed(startup, 1), " s, over the cap of ",
+                                      format_fixed(r.startup_cap_seconds, 1), " s (run.startup_cap_seconds)");
       log_->event(step_number, progress_.clock_seconds, "startup_cap_exceeded", message);
       result_.error = message;
-      result_.stop_reason = "startup_cap";
+      result_.stop_reason = StopReason::startup_cap;
       return false;
     }
     clock_running_ = true;
     recent_step_seconds_.push_back(step_seconds);  // a first (pessimistic) estimate for the budget check
-    log_->event(step_number, progress_.clock_seconds, "clock_start", str("startup ", fixed(startup, 1), " s"));
+    log_->event(step_number, progress_.clock_seconds, "clock_start", str("startup ", format_fixed(startup, 1), " s"));
   }
   show_progress(loss);
   return true;
@@ -388,17 +373,17 @@ void Run::show_progress(double loss) {
   std::string text = str("step ", progress_.step);
   double left;
   if (r.timed()) {
-    text += str(" | clock ", fixed(progress_.clock_seconds, 1), "/", fixed(r.budget_seconds, 0), " s");
+    text += str(" | clock ", format_fixed(progress_.clock_seconds, 1), "/", format_fixed(r.budget_seconds, 0), " s");
     left = r.budget_seconds - progress_.clock_seconds;
   } else {
-    text += str("/", r.steps, " | clock ", fixed(progress_.clock_seconds, 1), " s");
+    text += str("/", r.steps, " | clock ", format_fixed(progress_.clock_seconds, 1), " s");
     left = static_cast<double>(r.steps - progress_.step) * static_cast<double>(r.tokens_per_step) /
            std::max(last_tokens_per_second_, 1e-9);
   }
-  text += str(" | loss ", fixed(loss, 4), " | ", fixed(last_tokens_per_second_, 0), " tok/s");
+  text += str(" | loss ", format_fixed(loss, 4), " | ", format_fixed(last_tokens_per_second_, 0), " tok/s");
   if (result_.peak_flops > 0)
-    text += str(" | MFU ", fixed(100.0 * result_.flops_per_token * last_tokens_per_second_ / result_.peak_flops, 1), "%");
-  text += " | left " + format_duration(left);
+    text += str(" | MFU ", format_fixed(100.0 * result_.flops_per_token * last_tokens_per_second_ / result_.peak_flops, 1), "%");
+  text += " | left " + format_duration(std::max(0.0, left));
   progress_line_.update(text);
 }
 
@@ -470,7 +455,7 @@ TrainResult Run::execute() {
     progress_.startup_seconds += startup_watch_.seconds();
     clock_running_ = true;
     log_->event(progress_.step, progress_.clock_seconds, "clock_start",
-                str("startup ", fixed(startup_watch_.seconds(), 1), " s"));
+                str("startup ", format_fixed(startup_watch_.seconds(), 1), " s"));
   }
   while (true) {
     // What this loop decides from signals and clocks is decided on rank 0's view (or any process's
@@ -484,29 +469,29 @@ TrainResult Run::execute() {
     const double startup_elapsed = view[1];
     if (const int signo = any_signal) {
       result_.stop_signal = signo;
-      result_.stop_reason = "signal";
+      result_.stop_reason = StopReason::signal;
       log_->event(progress_.step, progress_.clock_seconds, "signal",
                   str(signal_name(signo), ": the run stops after step ", progress_.step, " with a checkpoint"));
       break;
     }
     if (r.timed()) {
       if (clock_running_ && !budget_allows_next_step()) {
-        result_.stop_reason = "budget";
+        result_.stop_reason = StopReason::budget;
         break;
       }
     } else if (progress_.step >= r.steps) {
-      result_.stop_reason = "steps";
+      result_.stop_reason = StopReason::steps;
       break;
     }
     if (options_.stop_after_steps > 0 && steps_this_session_ >= options_.stop_after_steps) {
-      result_.stop_reason = "stop_after_steps";
+      result_.stop_reason = StopReason::stop_after_steps;
       break;
     }
     if (!clock_running_ && startup_elapsed > r.startup_cap_seconds) {
       progress_.startup_seconds += startup_elapsed;  // the evidence of the time check
-      result_.error = str("startup passed the cap of ", fixed(r.startup_cap_seconds, 1),
+      result_.error = str("startup passed the cap of ", format_fixed(r.startup_cap_seconds, 1),
                           " s before the clock started (run.startup_cap_seconds)");
-      result_.stop_reason = "startup_cap";
+      result_.stop_reason = StopReason::startup_cap;
       log_->event(progress_.step, progress_.clock_seconds, "startup_cap_exceeded", result_.error);
       break;
     }
@@ -529,7 +514,8 @@ TrainResult Run::execute() {
     save_checkpoint();
   }
   log_->event(progress_.step, progress_.clock_seconds, "stop",
-              result_.ok() ? result_.stop_reason : result_.stop_reason + ": " + result_.error);
+              result_.ok() ? std::string(stop_reason_name(result_.stop_reason))
+                             : str(stop_reason_name(result_.stop_reason), ": ", result_.error));
 
   result_.steps = progress_.step;
   result_.tokens = progress_.tokens;
@@ -560,7 +546,7 @@ Json to_json(const TrainResult& r) {
               {"final_lr_factor", r.final_lr_factor},
               {"last_eval_loss", r.last_eval_loss >= 0 ? Json(r.last_eval_loss) : Json(nullptr)},
               {"nonfinite_steps", r.nonfinite_steps},
-              {"stop_reason", r.stop_reason},
+              {"stop_reason", stop_reason_name(r.stop_reason)},
               {"stop_signal", r.stop_signal != 0 ? Json(signal_name(r.stop_signal)) : Json(nullptr)},
               {"error", r.error.empty() ? Json(nullptr) : Json(r.error)},
               {"checkpoint_dir", r.checkpoint_dir.string()},
@@ -572,15 +558,28 @@ Json to_json(const TrainResult& r) {
                 {"threads", r.threads},
                 {"available_cores", r.available_cores},
                 {"world_size", r.world_size},
-                {"matmul_precision", r.matmul_precision},
+                {"matmul_precision", matmul_precision_name(r.matmul_precision)},
                 {"matmul_precision_reason", r.matmul_precision_reason},
                 {"peak_flops", r.peak_flops},
                 {"matmul_ceiling_flops", r.matmul_ceiling_flops}}}};
 }
 
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::none: return "";
+    case StopReason::budget: return "budget";
+    case StopReason::steps: return "steps";
+    case StopReason::stop_after_steps: return "stop_after_steps";
+    case StopReason::signal: return "signal";
+    case StopReason::nonfinite: return "nonfinite";
+    case StopReason::startup_cap: return "startup_cap";
+  }
+  return "";
+}
+
 std::string backend_start_line(const Backend& backend) {
   return str("backend: ", backend.name(), ", matmuls ", backend.matmul_precision_reason(), "; ",
-             backend.device_description(), "; measured matmul ceiling ", fixed(backend.matmul_ceiling_flops() / 1e9, 1),
+             backend.device_description(), "; measured matmul ceiling ", format_fixed(backend.matmul_ceiling_flops() / 1e9, 1),
              " GFLOP/s");
 }
 

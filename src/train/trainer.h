@@ -54,6 +54,12 @@ struct TrainOptions {
   Backend* backend = nullptr;
 };
 
+// Why a run stopped. Written as text only in summary.json, result.json and the log lines
+// (stop_reason_name): "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap";
+// "" while the run has not stopped (or failed before training).
+enum class StopReason { none, budget, steps, stop_after_steps, signal, nonfinite, startup_cap };
+const char* stop_reason_name(StopReason reason);
+
 struct TrainResult {
   std::string recipe_name, recipe_sha256;
   int64_t parameters = 0;
@@ -68,7 +74,7 @@ struct TrainResult {
   double final_lr_factor = 0.0;      // the schedule's factor of the last step
   double last_eval_loss = -1.0;      // the last held-out loss (-1 when none was run)
   int64_t nonfinite_steps = 0;       // steps with a NaN/Inf loss or gradient
-  std::string stop_reason;           // "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap"
+  StopReason stop_reason = StopReason::none;  // why the run stopped (summary.json: stop_reason_name)
   int stop_signal = 0;               // SIGINT or SIGTERM when the run stopped on one (after a final checkpoint)
   std::string error;                 // non-empty when the run failed (nonfinite stop, startup cap)
   std::filesystem::path checkpoint_dir;  // empty when none was written
@@ -79,7 +85,8 @@ struct TrainResult {
   std::string backend, device_description;
   int threads = 0, available_cores = 0;  // threads per process
   int world_size = 1;                      // data-parallel processes (rank 0 writes the run folder)
-  std::string matmul_precision, matmul_precision_reason;  // as the backend resolved them ("bf16", "auto: ...")
+  MatmulPrecision matmul_precision = MatmulPrecision::f32;  // as the backend resolved it (f32 or bf16)
+  std::string matmul_precision_reason;                      // the backend's why ("auto: ...")
   double peak_flops = 0.0;            // the device's theoretical peak (MFU's ceiling), x world_size
   double matmul_ceiling_flops = 0.0;  // the backend's measured matmul rate (0 when not measured), x world_size
   bool ok() const { return error.empty(); }

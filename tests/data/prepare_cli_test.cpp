@@ -154,5 +154,35 @@ TEST(PrepareCli, TrainsTheTokenizerWhenNoneIsGiven) {
   EXPECT_EQ(result.output.find("training one"), std::string::npos) << result.output;
 }
 
+// `tokenizer train` and `data prepare` read a corpus folder through one reader (data/corpus_documents.h),
+// so every format counts for both: .txt files (one document each), .jsonl.gz, .jsonl and .jsonl.zst.
+// (`tokenizer train` used to list only *.jsonl and *.jsonl.zst and skip the rest.)
+TEST(PrepareCli, TokenizerTrainAndDataPrepareReadTheSameDocumentsInEveryFormat) {
+  TempDir dir;
+  const fs::path data = dir / "data";
+  std::vector<std::pair<std::string, std::string>> a, b, c;
+  for (int i = 0; i < 24; ++i) (i < 8 ? a : i < 16 ? b : c).push_back({std::to_string(i), sentence(i)});
+  test::write_jsonl(data / "corpus" / "part_000.jsonl.gz", a);
+  test::write_jsonl(data / "corpus" / "part_001.jsonl", b);
+  test::write_jsonl(data / "corpus" / "part_002.jsonl.zst", c);
+  write_file_atomic(data / "corpus" / "part_003.txt", sentence(100) + "\n" + sentence(101) + "\n");
+  write_file_atomic(data / "corpus" / "part_004.txt", sentence(102));
+  test::write_jsonl(data / "val" / "val_000.jsonl", {{"v0", "ZQXJ validation " + sentence(1000)}});
+  const int64_t documents = 24 + 2;
+
+  auto trained = test::run_command(test::clocktrain_bin() + " tokenizer train --data " + data.string() + " --out " +
+                                   (dir / "tok").string() + " --vocab-size 300");
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("documents      " + std::to_string(documents) + " ("), std::string::npos)
+      << trained.output;
+  auto prepared = test::run_command(prepare_command(data, dir / "out", "--vocab-size 300"));
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
+  EXPECT_EQ(Tokenizer::load(dir / "out" / "tokenizer").sha256(), Tokenizer::load(dir / "tok").sha256());
+  const Manifest manifest = load_manifest(dir / "out");
+  EXPECT_EQ(manifest.documents_of("train") + manifest.documents_of("heldout"), documents);
+  // The same documents, in the same order, as the library's own training on the listed files.
+  EXPECT_EQ(Tokenizer::load(dir / "tok").sha256(), tiny_tokenizer(data).sha256());
+}
+
 }  // namespace
 }  // namespace ct

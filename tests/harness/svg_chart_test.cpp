@@ -145,5 +145,35 @@ TEST(LineChart, EscapesTitleAndSeriesNames) {
   EXPECT_THAT(svg, HasSubstr(">a&lt;b<"));
 }
 
+// The lab report's scatter charts (moved here with the writer from lab/svg_chart).
+TEST(SvgChart, EscapesTextAndDrawsEveryPoint) {
+  ScatterChart chart;
+  chart.title = "a <b> & \"c\"";
+  chart.series.push_back({"runs", "#000", {{1, 2, "x<y"}, {2, 3, ""}, {3, 2.5, ""}}, true, true});
+  chart.bands.push_back({"band", "#f00", 1, 3, 2.2, 2.8, 0.2});
+  std::string svg = render_scatter_chart(chart);
+  EXPECT_NE(svg.find("a &lt;b&gt; &amp; &quot;c&quot;"), std::string::npos);
+  EXPECT_NE(svg.find("<title>x&lt;y</title>"), std::string::npos);
+  size_t circles = 0;
+  for (size_t at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
+  EXPECT_EQ(circles, 3u);
+  EXPECT_NE(svg.find("<path d=\"M"), std::string::npos);
+  EXPECT_NE(render_scatter_chart(ScatterChart{}).find("no data"), std::string::npos);
+}
+
+// The scatter charts escape through xml_escape, as the report does: malformed UTF-8 and control
+// characters in a run's name (the lab's escaper let them through) become U+FFFD, so the page stays XML.
+TEST(SvgChart, ScatterChartTextIsCheckedUtf8) {
+  ScatterChart chart;
+  chart.title = "bad \xff byte";
+  chart.x_is_unix_time = true;
+  chart.series.push_back({"run \x1b[31m", "#000", {{1.7e9, 2, "tip \xC3"}, {1.7e9 + 3600, 2.5, ""}}, false, true});
+  const std::string svg = render_scatter_chart(chart);
+  EXPECT_EQ(test::xml_problem(svg), "");
+  EXPECT_THAT(svg, HasSubstr("bad \xEF\xBF\xBD byte"));
+  EXPECT_THAT(svg, HasSubstr("<title>tip \xEF\xBF\xBD</title>"));
+  EXPECT_THAT(svg, Not(HasSubstr("\x1b")));
+}
+
 }  // namespace
 }  // namespace ct

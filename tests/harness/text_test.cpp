@@ -2,9 +2,9 @@
 #include <cmath>
 
 #include "harness/html.h"
-#include "harness/text_format.h"
 #include "harness/xml_check.h"
 #include "test_support.h"
+#include "util/text_format.h"
 
 namespace ct {
 namespace {

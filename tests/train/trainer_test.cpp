@@ -23,7 +23,7 @@ TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
   r.eval_every_steps = 10;
   TrainResult result = train(options("a", r));
   ASSERT_TRUE(result.ok()) << result.error;
-  EXPECT_EQ(result.stop_reason, "steps");
+  EXPECT_EQ(result.stop_reason, StopReason::steps);
   EXPECT_EQ(result.steps, 30);
   EXPECT_EQ(result.tokens, 30 * 1024);
   auto rows = test::read_metrics(scratch_.path() / "a");
@@ -78,7 +78,7 @@ TEST_F(TrainerTest, ResumedRunEqualsUninterruptedRun) {
   first.stop_after_steps = 3;
   TrainResult part = train(first);
   ASSERT_TRUE(part.ok()) << part.error;
-  EXPECT_EQ(part.stop_reason, "stop_after_steps");
+  EXPECT_EQ(part.stop_reason, StopReason::stop_after_steps);
   EXPECT_EQ(part.steps, 3);
   TrainOptions second = options("split", r);
   second.resume_dir = scratch_.path() / "split" / "checkpoint";
@@ -106,14 +106,14 @@ TEST_F(TrainerTest, ResumedRunEqualsUninterruptedRun) {
 
 TEST_F(TrainerTest, TimedRunStopsBeforeTheBudgetAndWarmsDownOnIt) {
   Recipe r = test::tiny_recipe();
-  r.run_by = "budget";
+  r.run_by = RunBy::budget;
   r.budget_seconds = 4.0;
   r.step_time_margin = 2.0;  // tiny steps on a loaded machine vary a lot
   r.startup_steps = 2;
   r.eval_every_steps = 0;
   TrainResult result = train(options("timed", r));
   ASSERT_TRUE(result.ok()) << result.error;
-  EXPECT_EQ(result.stop_reason, "budget");
+  EXPECT_EQ(result.stop_reason, StopReason::budget);
   EXPECT_LE(result.train_clock_seconds, r.budget_seconds);
   auto rows = test::read_metrics(scratch_.path() / "timed");
   auto train_rows = test::rows_of_kind(rows, "train");
@@ -158,7 +158,7 @@ TEST_F(TrainerTest, StartupOverTheCapFailsTheRun) {
   r.startup_cap_seconds = 1e-6;
   TrainResult result = train(options("cap", r));
   EXPECT_FALSE(result.ok());
-  EXPECT_EQ(result.stop_reason, "startup_cap");
+  EXPECT_EQ(result.stop_reason, StopReason::startup_cap);
   EXPECT_NE(result.error.find("startup_cap_seconds"), std::string::npos) << result.error;
   EXPECT_TRUE(result.checkpoint_dir.empty());
   bool recorded = false;
@@ -199,12 +199,12 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   stop.resume_dir = ckpt;
   TrainResult stopped = train(stop);
   EXPECT_FALSE(stopped.ok());
-  EXPECT_EQ(stopped.stop_reason, "nonfinite");
+  EXPECT_EQ(stopped.stop_reason, StopReason::nonfinite);
   EXPECT_NE(stopped.error.find("step 3: the loss of micro-batch 1 is nan"), std::string::npos) << stopped.error;
   EXPECT_EQ(stopped.nonfinite_steps, 1);
   EXPECT_EQ(stopped.steps, 3);
 
-  r.nan_policy = "skip";
+  r.nan_policy = NanPolicy::skip;
   TrainOptions skip = options("nan", r);
   skip.resume_dir = ckpt;
   TrainResult skipped = train(skip);
@@ -219,7 +219,7 @@ TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
   // A NaN inside the MLP: relu^2 may hide it from the loss, never from the gradients, which the
   // step checks tensor by tensor.
   poison_checkpoint(scratch_.path() / "clean", "transformer.h.0.mlp.c_fc.weight", 3);
-  r.nan_policy = "stop";
+  r.nan_policy = NanPolicy::stop;
   TrainOptions grads = options("nan-grad", r);
   grads.resume_dir = scratch_.path() / "clean";
   TrainResult bad_grads = train(grads);

@@ -1,6 +1,7 @@
 #pragma once
-// Number formatting for evidence text, tables and the report: locale-independent, and explicit
-// about values that are not finite ("NaN", "Inf") instead of printing garbage.
+// Number formatting for logs, evidence text, tables, charts and the report (every layer uses these,
+// none writes its own): locale-independent, and explicit about values that are not finite ("NaN",
+// "Inf") instead of printing garbage.
 #include <cstdint>
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "harness/text_format.h"
+#include "util/text_format.h"
 
 #include <cmath>
 #include <cstdio>
