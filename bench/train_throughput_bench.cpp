@@ -24,7 +24,7 @@
 // machine it ran on.
 //
 // --profile-ops 1 (CPU backend) also prints the wall-clock time of each backend op over the measured
-// steps, per step, most first (backend/cpu/op_timing.h), and their sum against the step time.
+// steps, per step, most first (backend/op_timing.h), and their sum against the step time.
 #include <time.h>
 
 #include <algorithm>
@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/op_timing.h"
+#include "backend/op_timing.h"
 #include "backend/gemm_peak.h"
 #include "model/gpt.h"
 #include "model/init_rng.h"

@@ -12,6 +12,14 @@
 //   (sum, sum_squares, download) waits for the work queued before it.
 // - A backend supports the dtypes it documents; an unsupported combination is a ct::Error that names
 //   the op and the dtypes, never a silent conversion.
+//
+// One contract for every backend: the ops below are not virtual. Each checks its arguments against
+// the op's contract (op_contract.h: dtypes, ranks, shapes, aliasing, scalar ranges, the same rules
+// and messages on every backend), opens the op's timing scope (op_timing.h) and reports a failure to
+// the backend's graph region (op_failed), then calls the backend's kernel: the protected virtual
+// do_<op> of the same arguments (backend.cpp). A kernel sees only calls the contract accepts; a
+// backend states which dtypes its kernels compute in (check_kernel_dtype) and refuses in its kernel
+// what else it lacks (a head_dim above its limit, say).
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,74 +66,74 @@ class Backend {
   virtual void release(Tensor& tensor) = 0;
   // Host <-> backend copies. The host side has dtype host_dtype (f32, f64, i32 or bf16 as uint16);
   // values are converted to/from the tensor's dtype (rounding to nearest even into bf16).
-  virtual void upload(const Tensor& dst, const void* host, DType host_dtype) = 0;
-  virtual void download(void* host, DType host_dtype, const Tensor& src) = 0;
+  void upload(const Tensor& dst, const void* host, DType host_dtype);
+  void download(void* host, DType host_dtype, const Tensor& src);
   virtual void synchronize() {}
 
   // ---- elementwise and reductions ---------------------------------------------------------------
-  virtual void fill(const Tensor& x, double value) = 0;
+  void fill(const Tensor& x, double value);
   // dst = src, converting dtypes (same numel).
-  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  void copy(const Tensor& dst, const Tensor& src);
   // y = alpha * x + beta * y
-  virtual void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) = 0;
-  virtual void scale(const Tensor& x, double factor) = 0;
+  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta);
+  void scale(const Tensor& x, double factor);
   // Sum of elements / of squares, accumulated in double, returned to the host.
-  virtual double sum(const Tensor& x) = 0;
-  virtual double sum_squares(const Tensor& x) = 0;
+  double sum(const Tensor& x);
+  double sum_squares(const Tensor& x);
 
   // ---- matrix multiply ------------------------------------------------------------------------
   // c = alpha * op(a) @ op(b) + beta * c, where op(m) = m^T when the flag is set.
   // a: [M,K] (or [K,M] transposed), b: [K,N] (or [N,K] transposed), c: [M,N]; all 2-D views.
   // Linear layers store weights [out, in], so y = x W^T is gemm(x, W, y, false, true).
-  virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
-                    double alpha = 1.0, double beta = 0.0) = 0;
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+            double alpha = 1.0, double beta = 0.0);
 
   // ---- the model's ops --------------------------------------------------------------------------
   // out[n, :] = table[tokens[n], :]; tokens: i32 [N]; table: [V, C]; out: [N, C]
-  virtual void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) = 0;
+  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table);
   // dtable_acc[tokens[n], :] += dout[n, :]
-  virtual void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) = 0;
+  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens);
 
   // RMSNorm without weight over the last dimension of x viewed as [R, C]:
   //   r = 1 / sqrt(mean(x^2) + eps),  y = x * r.  rstd: f32 [R].
-  virtual void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) = 0;
+  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps);
   // With y and r from the forward pass:  dx += r * (dy - y * mean(dy * y)).
-  virtual void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) = 0;
+  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd);
 
   // Rotary embedding followed by RMSNorm over head_dim (QK norm), for q or k of shape [B, T, H, D].
   // Position of row t is pos_offset + t. cos, sin: f32 [T_max, D/2] with T_max >= pos_offset + T.
   // Half-split rotary: x1 = x[:D/2], x2 = x[D/2:], rot = (x1 cos + x2 sin, -x1 sin + x2 cos);
   // then y = rot / sqrt(mean(rot^2) + eps); rstd: f32 [B*T*H].
-  virtual void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                   const Tensor& sin, int64_t pos_offset, double eps) = 0;
+  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                           const Tensor& sin, int64_t pos_offset, double eps);
   // dx = R^T (rmsnorm backward of dy through y, rstd); overwrites dx (shape of x).
-  virtual void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                                    const Tensor& cos, const Tensor& sin, int64_t pos_offset) = 0;
+  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                            const Tensor& cos, const Tensor& sin, int64_t pos_offset);
 
   // Causal softmax attention. q: [B, Tq, H, D]; k, v: [B, Tk, Hkv, D] with H % Hkv == 0 and Tk >= Tq;
   // query i sits at absolute position (Tk - Tq + i) and sees keys 0..that position.
   // out: [B, Tq, H, D]; lse: f32 [B, H, Tq], the log-sum-exp of each query's scaled scores, kept
   // for the backward pass (no T x T matrix is stored).
-  virtual void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                                 const Tensor& v, double scale) = 0;
+  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                         const Tensor& v, double scale);
   // Overwrites dq, dk, dv (Tq == Tk in training).
-  virtual void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                                  const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                                  const Tensor& k, const Tensor& v, double scale) = 0;
+  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                          const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                          const Tensor& k, const Tensor& v, double scale);
 
   // y = relu(x)^2 ;  dx = dy * 2 relu(x)  (overwrites dx)
-  virtual void relu2_forward(const Tensor& y, const Tensor& x) = 0;
-  virtual void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) = 0;
+  void relu2_forward(const Tensor& y, const Tensor& x);
+  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x);
 
   // Softcapped cross-entropy. logits: f32 [N, V] before the cap; z = cap * tanh(logits / cap);
   // losses[n] = logsumexp(z[n]) - z[n, targets[n]], and 0 where targets[n] < 0. losses: f32 [N].
   // argmax (optional, i32 [N], may be empty): the index of the largest z[n] (first on ties).
-  virtual void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                             const Tensor& targets, double softcap) = 0;
+  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                     const Tensor& targets, double softcap);
   // dlogits = loss_scale * d(losses[n]) / d(logits) for targets >= 0, 0 elsewhere;
   // dlogits may alias logits (the CPU and CUDA backends compute it in place).
-  virtual void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                              const Tensor& targets, double softcap, double loss_scale) = 0;
+  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                      const Tensor& targets, double softcap, double loss_scale);
 
   // ---- mixed precision and fused training ops (optional: each has a working default) -----------
   // The dtype in which the model should hand gemm its operands: the activations that feed a matmul
@@ -142,23 +150,20 @@ class Backend {
   // dtype); with matmul_operand_dtype() bf16 it may be bf16, and so may the logits (the CPU backend
   // takes bf16 logits here: a training step then writes dlogits over them). The default calls the
   // two ops.
-  virtual void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                           const Tensor& targets, double softcap, double loss_scale) {
-    softcap_cross_entropy_forward(losses, Tensor{}, logits, targets, softcap);
-    softcap_cross_entropy_backward(dlogits_out, logits, targets, softcap, loss_scale);
-  }
+  void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                   const Tensor& targets, double softcap, double loss_scale);
 
   // ---- optimizer updates (f32 parameters and state) ------------------------------------------------
   // AdamW with bias correction at step t (1-based):
   //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (wd p + (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps))
-  virtual void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                            double beta1, double beta2, double eps, double weight_decay, int64_t step) = 0;
+  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                    double beta1, double beta2, double eps, double weight_decay, int64_t step);
   // Muon's momentum (Nesterov form): buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf.
-  virtual void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) = 0;
+  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu);
   // Newton-Schulz orthogonalisation of the 2-D matrix g into x (same shape), docs/model.md:
   //   X = G / (||G||_F + 1e-7) (transposed first when rows > cols); `steps` times:
   //   A = X X^T, B = b A + c A A, X = a X + B X; transposed back.
-  virtual void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;
+  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c);
 
   // ======== optional capabilities: every method below has a working default ========================
   // (added for the CUDA backend; docs/cuda.md shows how a training step uses them)
@@ -169,16 +174,14 @@ class Backend {
   // accumulation) when it was created with BackendOptions::fp8; otherwise, and by default, exactly
   // gemm(x, w, y, false, true, 1, beta). The model calls it where the recipe allows fp8 (the MLP's
   // two forward products); backward products stay in gemm().
-  virtual void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta = 0.0) {
-    gemm(x, w, y, false, true, 1.0, beta);
-  }
+  void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta = 0.0);
 
   // ---- several Newton-Schulz orthogonalisations at once ----------------------------------------------
   // newton_schulz(x_outs[i], gs[i], steps, a, b, c) for every i (Muon's step hands over all its
   // matrices, or as many as its scratch holds); a backend may run them concurrently (the CPU backend
   // runs one matrix per thread when its matmuls are bf16). The default runs them one after another.
-  virtual void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
-                                  double a, double b, double c);
+  void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                          double a, double b, double c);
 
   // ---- value slots: host values without waiting --------------------------------------------------
   // sum / sum of squares of x (accumulated in double) into slot `slot` of the backend's value table
@@ -188,8 +191,8 @@ class Backend {
   // its gradient norm with one wait (and how a graph region, below, returns values).
   // The default computes at once through sum() / sum_squares().
   static constexpr int kValueSlots = 4096;
-  virtual void sum_to_slot(int slot, const Tensor& x, bool accumulate);
-  virtual void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
+  void sum_to_slot(int slot, const Tensor& x, bool accumulate);
+  void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
   virtual std::vector<double> read_value_slots(int count);
 
   // ---- graph regions: record a fixed sequence of ops once, replay it cheaply ---------------------
@@ -234,7 +237,62 @@ class Backend {
   // Bytes of device memory this backend holds (its allocations and workspaces); 0 when unknown.
   virtual int64_t memory_in_use_bytes() const { return 0; }
 
+ protected:
+  // ---- what a backend implements: the kernels behind the public ops ------------------------------
+  // Each is called by the public op of the same name once the contract holds (backend.cpp).
+  virtual void do_upload(const Tensor& dst, const void* host, DType host_dtype) = 0;
+  virtual void do_download(void* host, DType host_dtype, const Tensor& src) = 0;
+  virtual void do_fill(const Tensor& x, double value) = 0;
+  virtual void do_copy(const Tensor& dst, const Tensor& src) = 0;
+  virtual void do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) = 0;
+  virtual void do_scale(const Tensor& x, double factor) = 0;
+  virtual double do_sum(const Tensor& x) = 0;
+  virtual double do_sum_squares(const Tensor& x) = 0;
+  virtual void do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+                       double alpha, double beta) = 0;
+  virtual void do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) = 0;
+  virtual void do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) = 0;
+  virtual void do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) = 0;
+  virtual void do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) = 0;
+  virtual void do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                                      const Tensor& sin, int64_t pos_offset, double eps) = 0;
+  virtual void do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                                       const Tensor& cos, const Tensor& sin, int64_t pos_offset) = 0;
+  virtual void do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                    const Tensor& v, double scale) = 0;
+  virtual void do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                                     const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                                     const Tensor& k, const Tensor& v, double scale) = 0;
+  virtual void do_relu2_forward(const Tensor& y, const Tensor& x) = 0;
+  virtual void do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) = 0;
+  virtual void do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                                const Tensor& targets, double softcap) = 0;
+  virtual void do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                                 const Tensor& targets, double softcap, double loss_scale) = 0;
+  virtual void do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                               double beta1, double beta2, double eps, double weight_decay, int64_t step) = 0;
+  virtual void do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) = 0;
+  virtual void do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;
+  // The optional ones: the defaults documented with the public ops.
+  virtual void do_softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                              const Tensor& targets, double softcap, double loss_scale);
+  virtual void do_linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta);
+  virtual void do_newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                                     double a, double b, double c);
+  virtual void do_sum_to_slot(int slot, const Tensor& x, bool accumulate);
+  virtual void do_sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
+
+  // The dtypes this backend's kernels compute `op` in, checked on the op's main tensor (`arg`: gemm's
+  // a, rmsnorm's x, adamw's param, ...) just before its contract: an accepted dtype that the backend
+  // has no kernel for is refused here, with a message naming the op, the tensor and the backend's
+  // limit. The default takes everything the contract does.
+  virtual void check_kernel_dtype(const char* op, const char* arg, const Tensor& t) const;
+  // Called when a public op throws (a contract error or a kernel's), before the error leaves the op:
+  // a backend that records graph regions abandons the recording there. The default does nothing.
+  virtual void op_failed() noexcept {}
+
  private:
+  class OpFrame;  // the failure hook of one public op (backend.cpp)
   std::vector<double> default_value_slots_;  // storage of the default value-slot methods
 };
 

@@ -52,10 +52,10 @@ double GemmRate::best_of(int repeats) {
   return flop() / best;
 }
 
-double GemmRate::window(double seconds) {
+double GemmRate::window(double seconds, int max_calls) {
   double timed = 0.0;
   int calls = 0;
-  while (calls < 4 || timed < seconds) {
+  while ((calls < 4 || timed < seconds) && calls < max_calls) {
     timed += call();
     ++calls;
   }

@@ -1,5 +1,7 @@
 #pragma once
-// Measures a backend's matmul speed, the ceiling that model FLOP/s is divided by (MFU).
+// Measures a backend's matmul speed: the CPU backend's matmul_ceiling_flops() (shown beside MFU)
+// and the benches' GEMM rates.
+#include <climits>
 #include <cstdint>
 
 #include "backend/backend.h"
@@ -18,9 +20,9 @@ class GemmRate {
 
   // The fastest of `repeats` calls, in FLOP/s.
   double best_of(int repeats);
-  // Calls back to back until `seconds` have passed (at least 4 calls): their total FLOP over their
-  // total time. The fastest single call joins best_call().
-  double window(double seconds);
+  // Calls back to back until `seconds` have passed (at least 4 calls, at most max_calls): their
+  // total FLOP over their total time. The fastest single call joins best_call().
+  double window(double seconds, int max_calls = INT_MAX);
   // The fastest single call timed so far (best_of and window), in FLOP/s; 0 before any.
   double best_call() const { return best_call_; }
 

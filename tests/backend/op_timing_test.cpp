@@ -1,5 +1,5 @@
-// The CPU backend's op timing (backend/cpu/op_timing.h): what it counts and how it names it.
-#include "backend/cpu/op_timing.h"
+// The CPU backend's op timing (backend/op_timing.h): what it counts and how it names it.
+#include "backend/op_timing.h"
 
 #include <algorithm>
 

@@ -1,6 +1,7 @@
 // Host-side parts of the CUDA backend, run in CI without a GPU: the row-major -> cuBLASLt operand
 // mapping (checked by evaluating cuBLASLt's column-major contract on the host), fp8 scaling and
-// encoding, the argument checks, and the graph-region bookkeeping.
+// encoding, the argument checks (the op contract of every backend, backend/op_contract.h, then the
+// CUDA kernels' own limits, cuda_limits.h), and the graph-region bookkeeping.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/cuda/cuda_checks.h"
+#include "backend/cuda/cuda_limits.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/fp8.h"
 #include "backend/cuda/graph_recorder.h"
@@ -187,6 +188,77 @@ Tensor fake(Shape shape, DType dtype, uintptr_t address = 0x10000) {
 
 using ct::test::error_of;
 
+// What a call to the CUDA backend's op goes through before its kernel runs: the kernels' dtypes
+// (CudaBackend::check_kernel_dtype), the op's contract (Backend's public op), the kernel's own
+// limits; then the sizes the kernel works on.
+GemmShape check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b) {
+  check_cuda_dtype("gemm", "a", a);
+  return op_contract::gemm(a, b, c, transpose_a, transpose_b);
+}
+
+AttentionDims check_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                      const Tensor& v) {
+  check_cuda_dtype("attention_forward", "q", q);
+  op_contract::attention_forward(out, lse, q, k, v);
+  const AttentionDims d = attention_dims(q, k);
+  check_head_dim("attention_forward", d.head_dim, q);
+  return d;
+}
+
+AttentionDims check_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                       const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                       const Tensor& v) {
+  check_cuda_dtype("attention_backward", "q", q);
+  op_contract::attention_backward(dq, dk, dv, dout, out, lse, q, k, v);
+  const AttentionDims d = attention_dims(q, k);
+  check_head_dim("attention_backward", d.head_dim, q);
+  return d;
+}
+
+RowShape check_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x) {
+  check_cuda_dtype("rmsnorm_forward", "x", x);
+  op_contract::rmsnorm_forward(y, rstd, x);
+  return rows_of(x);
+}
+
+RowShape check_rmsnorm_backward(const Tensor& dx, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
+  check_cuda_dtype("rmsnorm_backward", "y", y);
+  op_contract::rmsnorm_backward(dx, dy, y, rstd);
+  return rows_of(y);
+}
+
+struct RopeShape {
+  int64_t batch, time, heads, head_dim;
+};
+
+// rope_qknorm_forward with x and its output y
+RopeShape check_rope_qknorm(const char* op, const Tensor& x, const Tensor& y, const Tensor& rstd, const Tensor& cos,
+                            const Tensor& sin, int64_t pos_offset) {
+  check_cuda_dtype(op, "x", x);
+  op_contract::rope_qknorm_forward(y, rstd, x, cos, sin, pos_offset);
+  check_head_dim(op, x.shape[3], x);
+  return {x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
+}
+
+RowShape check_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                     const Tensor& targets, double softcap) {
+  check_cuda_dtype("softcap_cross_entropy_forward", "logits", logits);
+  op_contract::cross_entropy_forward(losses, argmax, logits, targets, softcap);
+  return rows_of(logits);
+}
+
+RowShape check_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                                      double softcap) {
+  check_cuda_dtype("softcap_cross_entropy_backward", "logits", logits);
+  op_contract::cross_entropy_backward(dlogits, logits, targets, softcap);
+  return rows_of(logits);
+}
+
+void check_embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& tokens) {
+  check_cuda_dtype("embedding_backward", "dtable_acc", dtable);
+  op_contract::embedding_backward(dtable, dout, tokens);
+}
+
 TEST(CudaChecks, GemmShapesAndDtypes) {
   const GemmShape s = check_gemm(fake({4, 3}, DType::bf16, 0x1000), fake({5, 3}, DType::bf16, 0x2000),
                                  fake({4, 5}, DType::f32, 0x3000), false, true);
@@ -277,7 +349,7 @@ TEST(CudaChecks, MixedPrecisionCombinationsOfTheModel) {
   EXPECT_NE(error_of([] {
               check_rope_qknorm("rope_qknorm_forward", fake({1, 4, 2, 8}, DType::f32), fake({1, 4, 2, 8}, DType::f64, 0x2000),
                                 fake({8}, DType::f32, 0x3000), fake({6, 4}, DType::f32, 0x4000), fake({6, 4}, DType::f32, 0x5000), 0);
-            }).find("output"),
+            }).find("y must be f32 or bf16"),  // (the output, named as backend.h names it)
             std::string::npos);
   const Shape q{1, 8, 2, 64}, kv{1, 8, 1, 64}, lse{1, 2, 8};
   const AttentionDims d = check_attention_backward(

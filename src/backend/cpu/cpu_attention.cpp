@@ -29,7 +29,6 @@
 
 #include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/vector_math.h"
 
 namespace ct {
@@ -188,23 +187,9 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
   }
 }
 
-AttentionShape check_attention_args(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& lse, DType dtype) {
-  check_ndim(op, "q", q, 4);
-  check_ndim(op, "k", k, 4);
-  check_same_dtype(op, "k", k, "q", q);
-  check_same_dtype(op, "v", v, "q", q);
-  check_shape(op, "v", v, k.shape);
-  AttentionShape s{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
-  check(k.shape[0] == s.batch && k.shape[3] == s.head_dim, op, ": k ", k.shape.to_string(),
-        " does not match q ", q.shape.to_string(), " in batch or head_dim");
-  check(s.kv_heads > 0 && s.heads % s.kv_heads == 0, op, ": query heads (", s.heads,
-        ") must be a multiple of kv heads (", s.kv_heads, ")");
-  check(s.key_len >= s.query_len, op, ": keys (", s.key_len, ") must be at least as many as queries (",
-        s.query_len, ")");
-  check_side_dtype(op, "lse", lse, dtype);
-  check_numel(op, "lse", lse, s.batch * s.heads * s.query_len);
-  return s;
+// q [B, Tq, H, D] and k [B, Tk, Hkv, D], checked by the contract.
+AttentionShape attention_shape(const Tensor& q, const Tensor& k) {
+  return {q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
 }
 
 // bf16 operands (the model's mixed precision): the bf16 kernels (cpu_attention_bf16.cpp) when they take
@@ -217,16 +202,11 @@ Buffer f32_copy(Backend& backend, const Tensor& t) {
 
 }  // namespace
 
-void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                                   const Tensor& v, double scale) {
-  const op_timing::Scope timing("attention_forward");
-  const char* op = "attention_forward";
-  DType dtype = check_compute_dtype(op, "q", q);
-  AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
-  check_same_dtype(op, "out", out, "q", q);
-  check_shape(op, "out", out, q.shape);
+void CpuBackend::do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                      const Tensor& v, double scale) {
+  const DType dtype = q.dtype == DType::f64 ? DType::f64 : DType::f32;
+  const AttentionShape s = attention_shape(q, k);
   if (q.dtype == DType::bf16) {
-    check_dtype(op, "lse", lse, DType::f32);
     if (bf16_attention_supported(s.head_dim)) {
       bf16_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
                              v.as<uint16_t>(),
@@ -251,31 +231,13 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& lse, const T
   });
 }
 
-void CpuBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                                    const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                                    const Tensor& k, const Tensor& v, double scale) {
-  const op_timing::Scope timing("attention_backward");
-  const char* op = "attention_backward";
-  DType dtype = check_compute_dtype(op, "q", q);
-  AttentionShape s = check_attention_args(op, q, k, v, lse, dtype);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dout", dout}, {"out", out}}) {
-    check_same_dtype(op, name, t, "q", q);
-    check_shape(op, name, t, q.shape);
-  }
-  // gradients: the operands' dtype, or f32 when the operands are bf16
-  const bool bf16 = q.dtype == DType::bf16;
-  for (const auto& [name, t, shape] :
-       {std::tuple<const char*, const Tensor&, const Shape&>{"dq_out", dq_out, q.shape}, {"dk_out", dk_out, k.shape},
-        {"dv_out", dv_out, k.shape}}) {
-    if (bf16) {
-      check_storage_dtype(op, name, t, DType::f32);
-    } else {
-      check_same_dtype(op, name, t, "q", q);
-    }
-    check_shape(op, name, t, shape);
-  }
-  if (bf16) {
-    check_dtype(op, "lse", lse, DType::f32);
+void CpuBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                                       const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                                       const Tensor& k, const Tensor& v, double scale) {
+  const DType dtype = q.dtype == DType::f64 ? DType::f64 : DType::f32;
+  const AttentionShape s = attention_shape(q, k);
+  // gradients (the contract): the operands' dtype, or f32 or bf16 when the operands are bf16
+  if (q.dtype == DType::bf16) {
     if (bf16_attention_supported(s.head_dim)) {
       bf16_attention_backward(dq_out.data, dq_out.dtype == DType::bf16, dk_out.data, dk_out.dtype == DType::bf16,
                              dv_out.data, dv_out.dtype == DType::bf16, dout.as<uint16_t>(), out.as<uint16_t>(),

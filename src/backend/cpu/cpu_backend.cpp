@@ -1,20 +1,21 @@
-// The CPU backend: identity, memory, host transfers and the argument checks every op file uses.
+// The CPU backend: identity, memory, host transfers and the CPU's own limits beyond the op contract.
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/cpu_attention_bf16.h"
-#include "backend/cpu/bf16.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/onednn_matmul.h"
+#include "backend/gemm_peak.h"
 #include "backend/parallel/launch.h"
 #include "util/threads.h"
 
@@ -94,46 +95,19 @@ std::string CpuBackend::device_description() const {
 
 double CpuBackend::peak_flops() const { return matmul_bf16_ ? peak_.bf16_flops() : peak_.f32_flops(); }
 
-// Measured once, on first use: the best of repeated 1536^3 GEMMs of the precision the model's matmuls
-// use (f32 through the f32 library, or bf16 through oneDNN). A bf16 product on AMX takes only a few ms
-// and its rate swings from run to run on the 2-vCPU development VM (520 to 1400 GFLOP/s measured at
-// startup on an idle machine), so it repeats until ~0.3 s have been measured (4 to 64 calls). This is
+// Measured once, on first use: the fastest of repeated 1536^3 GEMMs of the precision the model's
+// matmuls use (f32 through the f32 library, or bf16 through oneDNN), timed by GemmRate (gemm_peak.h)
+// through this backend's own gemm. A bf16 product on AMX takes only a few ms and its rate swings from
+// run to run on the 2-vCPU development VM (520 to 1400 GFLOP/s measured at startup on an idle
+// machine), so it repeats until ~0.3 s have been measured (4 to 63 calls after the warm-up). This is
 // a best-of on a shared machine, not a ceiling: a step can beat it (MFU divides by peak_flops()).
 double CpuBackend::matmul_ceiling_flops() const {
   if (matmul_ceiling_cache_ >= 0) return matmul_ceiling_cache_;
   constexpr int64_t size = 1536;
-  // 64-byte aligned, as the backend's own tensors are, so that the ceiling is measured on the same
-  // memory layout the model's products see
-  auto aligned = [](size_t bytes) { return std::unique_ptr<void, decltype(&std::free)>(std::aligned_alloc(64, bytes), &std::free); };
-  const size_t count = static_cast<size_t>(size * size);
-  auto a_mem = aligned(count * sizeof(float)), b_mem = aligned(count * sizeof(float)), c_mem = aligned(count * sizeof(float));
-  auto a16_mem = aligned(count * sizeof(uint16_t)), b16_mem = aligned(count * sizeof(uint16_t));
-  float* a = static_cast<float*>(a_mem.get());
-  float* b = static_cast<float*>(b_mem.get());
-  float* c = static_cast<float*>(c_mem.get());
-  uint16_t* a16 = static_cast<uint16_t*>(a16_mem.get());
-  uint16_t* b16 = static_cast<uint16_t*>(b16_mem.get());
-  std::fill(a, a + count, 0.5f);
-  std::fill(b, b + count, 0.25f);
-  std::fill(c, c + count, 0.0f);
-  std::fill(a16, a16 + count, float_to_bf16(0.5f));
-  std::fill(b16, b16 + count, float_to_bf16(0.25f));
-  double best_seconds = 1e30;
-  double measured_seconds = 0.0;
-  for (int repeat = 0; repeat < 64 && (repeat < 4 || measured_seconds < 0.3); ++repeat) {
-    auto start = std::chrono::steady_clock::now();
-    if (matmul_bf16_) {
-      bf16_gemm_row_major(false, false, size, size, size, 1.0f, a16, size, b16, size, 0.0f, c,
-                          false, size);
-    } else {
-      sgemm_row_major(gemm_library_, false, false, size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
-    }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (repeat == 0) continue;  // the first call warms up
-    measured_seconds += seconds;
-    best_seconds = std::min(best_seconds, seconds);
-  }
-  matmul_ceiling_cache_ = 2.0 * size * size * size / best_seconds;
+  // (the measurement allocates and runs ops: it needs the backend, not only its description)
+  GemmRate rate(const_cast<CpuBackend&>(*this), size, size, size, matmul_bf16_ ? DType::bf16 : DType::f32);
+  rate.window(0.3, 63);
+  matmul_ceiling_cache_ = rate.best_call();
   return matmul_ceiling_cache_;
 }
 
@@ -159,82 +133,23 @@ void CpuBackend::release(Tensor& tensor) {
   tensor = {};
 }
 
-void CpuBackend::upload(const Tensor& dst, const void* host, DType host_dtype) {
-  check_not_empty("upload", "dst", dst);
-  check(host != nullptr || dst.numel() == 0, "upload: host pointer is null");
+void CpuBackend::do_upload(const Tensor& dst, const void* host, DType host_dtype) {
   convert_elements("upload", dst.data, dst.dtype, host, host_dtype, dst.numel());
 }
 
-void CpuBackend::download(void* host, DType host_dtype, const Tensor& src) {
-  check_not_empty("download", "src", src);
-  check(host != nullptr || src.numel() == 0, "download: host pointer is null");
+void CpuBackend::do_download(void* host, DType host_dtype, const Tensor& src) {
   convert_elements("download", host, host_dtype, src.data, src.dtype, src.numel());
 }
 
-// ---- argument checks ------------------------------------------------------------------------------
+// ---- the CPU's own limits ------------------------------------------------------------------------------
 
-void check_not_empty(const char* op, const char* arg, const Tensor& t) {
-  check(!t.empty(), op, ": ", arg, " is an empty tensor (no memory)");
-}
-
-void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected) {
-  check_not_empty(op, arg, t);
-  check(t.dtype == expected, op, ": ", arg, " must be ", dtype_name(expected), ", got ", dtype_name(t.dtype));
-}
-
-DType check_float_dtype(const char* op, const char* arg, const Tensor& t) {
-  check_not_empty(op, arg, t);
-  check(t.dtype == DType::f32 || t.dtype == DType::f64, op, ": ", arg, " has dtype ", dtype_name(t.dtype),
-        "; the cpu backend computes this op in f32 or f64 only");
-  return t.dtype;
-}
-
-DType check_compute_dtype(const char* op, const char* arg, const Tensor& t) {
-  check_not_empty(op, arg, t);
-  check(t.dtype != DType::i32, op, ": ", arg, " has dtype i32; expected f32, bf16 or f64");
-  return t.dtype == DType::f64 ? DType::f64 : DType::f32;
-}
-
-void check_storage_dtype(const char* op, const char* arg, const Tensor& t, DType compute) {
-  check_not_empty(op, arg, t);
-  if (compute == DType::f64) {
-    check(t.dtype == DType::f64, op, ": ", arg, " must be f64 like the other tensors, got ", dtype_name(t.dtype));
-  } else {
-    check(t.dtype == DType::f32 || t.dtype == DType::bf16, op, ": ", arg, " must be f32 or bf16, got ",
-          dtype_name(t.dtype));
-  }
-}
-
-void check_same_dtype(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref) {
-  check_not_empty(op, arg, t);
-  check(t.dtype == ref.dtype, op, ": ", arg, " has dtype ", dtype_name(t.dtype), " but ", ref_arg, " has ",
-        dtype_name(ref.dtype), " (they must match)");
-}
-
-void check_shape(const char* op, const char* arg, const Tensor& t, const Shape& expected) {
-  check(t.shape == expected, op, ": ", arg, " has shape ", t.shape.to_string(), ", expected ", expected.to_string());
-}
-
-void check_ndim(const char* op, const char* arg, const Tensor& t, int ndim) {
-  check(t.shape.ndim == ndim, op, ": ", arg, " must be ", ndim, "-D, got shape ", t.shape.to_string());
-}
-
-void check_numel(const char* op, const char* arg, const Tensor& t, int64_t expected) {
-  check(t.numel() == expected, op, ": ", arg, " has ", t.numel(), " elements (shape ", t.shape.to_string(),
-        "), expected ", expected);
-}
-
-void check_same_rows(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref) {
-  int64_t width = t.shape.ndim ? t.shape[t.shape.ndim - 1] : 0;
-  int64_t ref_width = ref.shape.ndim ? ref.shape[ref.shape.ndim - 1] : 0;
-  check(t.numel() == ref.numel() && width == ref_width, op, ": ", arg, " has shape ", t.shape.to_string(),
-        " but ", ref_arg, " has shape ", ref.shape.to_string(), " (expected the same rows)");
-}
-
-void check_side_dtype(const char* op, const char* arg, const Tensor& t, DType compute) {
-  check_not_empty(op, arg, t);
-  check(t.dtype == DType::f32 || t.dtype == compute, op, ": ", arg, " must be f32",
-        compute == DType::f64 ? " or f64" : "", ", got ", dtype_name(t.dtype));
+void CpuBackend::check_kernel_dtype(const char* op, const char* arg, const Tensor& t) const {
+  if (t.dtype != DType::bf16) return;
+  static const std::set<std::string> f32_and_f64_only = {
+      "axpby", "scale", "sum", "sum_squares", "sum_to_slot", "sum_squares_to_slot", "embedding_forward",
+      "embedding_backward", "softcap_cross_entropy_forward", "softcap_cross_entropy_backward", "adamw_update",
+      "muon_momentum", "newton_schulz", "newton_schulz_many"};
+  if (f32_and_f64_only.count(op)) refuse_dtype(op, arg, t, "the cpu backend computes this op in f32 or f64 only");
 }
 
 void check_token_range(const char* op, const char* arg, const Tensor& ids, int64_t vocab, bool allow_negative) {

@@ -6,8 +6,8 @@
 //
 // Dtypes
 // - Compute ops run in f32 or f64 (kernels are written once, as templates). All "main" tensors of
-//   one call (activations, weights, gradients, logits) share that dtype; bf16 is rejected by every
-//   compute op with a ct::Error naming the op.
+//   one call (activations, weights, gradients, logits) share that dtype; bf16 is taken only where
+//   "Mixed precision" below says, and rejected elsewhere with a ct::Error naming the op.
 // - Side tensors (rmsnorm/rope rstd, attention lse, cross-entropy losses, rope cos/sin) are f32,
 //   or f64 when the compute dtype is f64. Keeping them in f64 makes float64 finite-difference
 //   checks exact to ~1e-10; storing them in f32 while computing in f64 is allowed too.
@@ -37,12 +37,19 @@
 // rmsnorm, rope_qknorm, relu2 and the fused cross-entropy read and write bf16 where the model stores
 // it and compute in f32. f32 tensors are accepted everywhere as before.
 //
+// Argument checks: Backend's public ops check the op contract (backend/op_contract.h) before these
+// kernels run; on top of it the CPU has no bf16 kernel for axpby, scale, sum, sum_squares, the value
+// slots, embedding, the separate cross-entropy ops, the optimizer updates and Newton-Schulz, and it
+// accumulates rmsnorm_backward's dx_acc in f32 or f64 only.
+//
 // Op timing: with op_timing::set_enabled(true) every public op records its wall-clock time
-// (backend/cpu/op_timing.h; train_throughput_bench --profile-ops 1 prints the table).
+// (backend/op_timing.h, opened by Backend's public ops; train_throughput_bench --profile-ops 1
+// prints the table).
 //
 // peak_flops(): the theoretical peak of the threads' cores in the matmul precision (cpu_peak.h: the
 // clock is measured when the first backend is created, ~40 ms). matmul_ceiling_flops(): measured on first
-// use (a few 1536^3 GEMMs in the matmul precision, ~0.3 s on 2 cores) and cached.
+// use (a few 1536^3 GEMMs in the matmul precision through GemmRate, backend/gemm_peak.h, ~0.3 s on
+// 2 cores) and cached.
 #include <memory>
 
 #include "backend/backend.h"

@@ -1,17 +1,19 @@
 #pragma once
-// The CPU backend's class and the helpers its op files share: argument checks that name the op,
-// dispatch over the compute dtype (f32 or f64), and "side" tensors (rstd, lse, losses, cos, sin)
-// that may be stored in f32 while the computation runs in f64.
+// The CPU backend's class and the helpers its op files share: the CPU's own limits beyond the op
+// contract (op_contract.h), dispatch over the compute dtype (f32 or f64), and "side" tensors (rstd,
+// lse, losses, cos, sin) that may be stored in f32 while the computation runs in f64.
 //
 // Each op lives in its own file (cpu_<op>.cpp) with its forward and backward kernels next to each
-// other, the math in a comment, and the CpuBackend method that checks the arguments and calls them.
-// Kernels never throw: every check happens before a parallel region starts.
+// other, the math in a comment, and the CpuBackend method (do_<op>) that calls them once Backend's
+// public op has checked the contract. Kernels never throw: every check happens before a parallel
+// region starts.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/op_contract.h"
 #include "backend/cpu/cpu_peak.h"
 #include "backend/cpu/gemm_library.h"
 #include "backend/parallel/process_group.h"
@@ -37,48 +39,55 @@ class CpuBackend final : public Backend {
 
   Tensor allocate(const Shape& shape, DType dtype) override;
   void release(Tensor& tensor) override;
-  void upload(const Tensor& dst, const void* host, DType host_dtype) override;
-  void download(void* host, DType host_dtype, const Tensor& src) override;
 
-  void fill(const Tensor& x, double value) override;
-  void copy(const Tensor& dst, const Tensor& src) override;
-  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
-  void scale(const Tensor& x, double factor) override;
-  double sum(const Tensor& x) override;
-  double sum_squares(const Tensor& x) override;
+ protected:
+  // Kernels of f32 and f64 only (no bf16 kernel): the elementwise ops, embedding, the separate
+  // cross-entropy ops and the optimizer updates; everything else takes the contract's dtypes.
+  void check_kernel_dtype(const char* op, const char* arg, const Tensor& t) const override;
 
-  void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
-            double alpha, double beta) override;
+  void do_upload(const Tensor& dst, const void* host, DType host_dtype) override;
+  void do_download(void* host, DType host_dtype, const Tensor& src) override;
 
-  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
-  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
-  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
-  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
-  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                           const Tensor& sin, int64_t pos_offset, double eps) override;
-  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                            const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
-  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                         double scale) override;
-  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
-                          const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                          double scale) override;
-  void relu2_forward(const Tensor& y, const Tensor& x) override;
-  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
-  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                     const Tensor& targets, double softcap) override;
-  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
-                                      double softcap, double loss_scale) override;
-  void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                   const Tensor& targets, double softcap, double loss_scale) override;
+  void do_fill(const Tensor& x, double value) override;
+  void do_copy(const Tensor& dst, const Tensor& src) override;
+  void do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
+  void do_scale(const Tensor& x, double factor) override;
+  double do_sum(const Tensor& x) override;
+  double do_sum_squares(const Tensor& x) override;
 
-  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                    double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
-  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
-  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
-  void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps, double a,
-                          double b, double c) override;
+  void do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+               double alpha, double beta) override;
 
+  void do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
+  void do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
+  void do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
+  void do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
+  void do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                              const Tensor& sin, int64_t pos_offset, double eps) override;
+  void do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                               const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
+  void do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                            double scale) override;
+  void do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
+                             const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                             double scale) override;
+  void do_relu2_forward(const Tensor& y, const Tensor& x) override;
+  void do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
+  void do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                        const Tensor& targets, double softcap) override;
+  void do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
+                                         double softcap, double loss_scale) override;
+  void do_softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                      const Tensor& targets, double softcap, double loss_scale) override;
+
+  void do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                       double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
+  void do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
+  void do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+  void do_newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps, double a,
+                             double b, double c) override;
+
+ public:
   // Data parallel over Open MPI (cpu_parallel.cpp; backend/parallel/process_group.h).
   int world_size() const override { return group_ ? group_->size() : 1; }
   int rank() const override { return group_ ? group_->rank() : 0; }
@@ -101,24 +110,8 @@ class CpuBackend final : public Backend {
 // it saves (and on a loaded machine, much more).
 constexpr int64_t kMinParallelElements = 1 << 15;
 
-// ---- argument checks: each message starts with the op's name ----------------------------------
+// ---- the CPU's own limits, beyond the contract (op_contract.h has the checks) ---------------------
 
-void check_not_empty(const char* op, const char* arg, const Tensor& t);
-void check_dtype(const char* op, const char* arg, const Tensor& t, DType expected);
-// The compute dtype of a float op: f32 or f64, else an error naming the op.
-DType check_float_dtype(const char* op, const char* arg, const Tensor& t);
-// The compute dtype of an op that takes mixed storage: f64 for f64 tensors, f32 for f32 or bf16 ones.
-DType check_compute_dtype(const char* op, const char* arg, const Tensor& t);
-// A tensor stored in f32 or bf16 on the f32 path, or in f64 on the f64 path.
-void check_storage_dtype(const char* op, const char* arg, const Tensor& t, DType compute);
-void check_same_dtype(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref);
-void check_shape(const char* op, const char* arg, const Tensor& t, const Shape& expected);
-void check_ndim(const char* op, const char* arg, const Tensor& t, int ndim);
-void check_numel(const char* op, const char* arg, const Tensor& t, int64_t expected);
-// Same element count and same last dimension (the same rows, whatever the leading dimensions).
-void check_same_rows(const char* op, const char* arg, const Tensor& t, const char* ref_arg, const Tensor& ref);
-// Side tensors (rstd, lse, losses, cos, sin) are f32, or f64 when the compute dtype is f64.
-void check_side_dtype(const char* op, const char* arg, const Tensor& t, DType compute);
 // Every token id in [0, vocab) (targets: negative ids are allowed and mean "ignored").
 void check_token_range(const char* op, const char* arg, const Tensor& ids, int64_t vocab, bool allow_negative);
 

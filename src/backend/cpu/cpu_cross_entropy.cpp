@@ -17,7 +17,6 @@
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_cross_entropy_fast.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 #include "backend/cpu/vector_math.h"
 
@@ -147,32 +146,20 @@ bool use_fast_path(double softcap) {
   return softcap > 0 && softcap <= kFastCrossEntropyMaxCap && fast_cross_entropy_available();
 }
 
-int64_t check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets, double softcap) {
-  check(logits.shape.ndim >= 1, op, ": logits has no dimensions");
-  int64_t vocab = logits.shape[logits.shape.ndim - 1];
-  check(vocab > 0, op, ": logits has an empty last dimension, shape ", logits.shape.to_string());
-  int64_t rows = logits.numel() / vocab;
-  check_numel(op, "targets", targets, rows);
-  check_token_range(op, "targets", targets, vocab, true);
-  check(softcap >= 0 && std::isfinite(softcap), op, ": softcap must be >= 0 (0 = no cap), got ", softcap);
-  return rows;
+// The rows of the logits, once the targets' ids (read here, on the host) are in [-inf, vocab).
+int64_t checked_rows(const char* op, const Tensor& logits, const Tensor& targets) {
+  const RowShape s = rows_of(logits);
+  check_token_range(op, "targets", targets, s.width, true);
+  return s.rows;
 }
 
 }  // namespace
 
-void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                               const Tensor& targets, double softcap) {
-  const op_timing::Scope timing("softcap_cross_entropy_forward");
-  const char* op = "softcap_cross_entropy_forward";
-  DType dtype = check_float_dtype(op, "logits", logits);
-  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+void CpuBackend::do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                                  const Tensor& targets, double softcap) {
+  const DType dtype = logits.dtype;  // f32 or f64 (check_kernel_dtype)
+  int64_t rows = checked_rows("softcap_cross_entropy_forward", logits, targets);
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
-  check_side_dtype(op, "losses", losses, dtype);
-  check_numel(op, "losses", losses, rows);
-  if (!argmax.empty()) {
-    check_dtype(op, "argmax", argmax, DType::i32);
-    check_numel(op, "argmax", argmax, rows);
-  }
   if (dtype == DType::f32 && use_fast_path(softcap)) {
     fast_softcap_cross_entropy(losses.as<float>(), argmax.empty() ? nullptr : argmax.as<int32_t>(), nullptr, false,
                                logits.data, false, targets.as<int32_t>(), rows, vocab, static_cast<float>(softcap),
@@ -188,14 +175,12 @@ void CpuBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tenso
   });
 }
 
-void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                                const Tensor& targets, double softcap, double loss_scale) {
-  const op_timing::Scope timing("softcap_cross_entropy_backward");
+void CpuBackend::do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                                   const Tensor& targets, double softcap, double loss_scale) {
   const char* op = "softcap_cross_entropy_backward";
-  DType dtype = check_float_dtype(op, "logits", logits);
-  check_same_dtype(op, "dlogits_out", dlogits_out, "logits", logits);
-  check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
-  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+  const DType dtype = logits.dtype;  // f32 or f64 (check_kernel_dtype)
+  check_same_dtype(op, "dlogits_out", dlogits_out, "logits", logits);  // this kernel writes the logits' dtype
+  int64_t rows = checked_rows(op, logits, targets);
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
   if (dtype == DType::f32 && use_fast_path(softcap)) {
     std::vector<float> unused_losses(static_cast<size_t>(rows));
@@ -211,19 +196,12 @@ void CpuBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const
   });
 }
 
-void CpuBackend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                             const Tensor& targets, double softcap, double loss_scale) {
-  const op_timing::Scope timing("softcap_cross_entropy_fused");
+void CpuBackend::do_softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                                const Tensor& targets, double softcap, double loss_scale) {
   const char* op = "softcap_cross_entropy_fused";
-  DType dtype = check_compute_dtype(op, "logits", logits);  // f32 for f32 or bf16 logits
-  check_storage_dtype(op, "dlogits_out", dlogits_out, dtype);
-  check_same_rows(op, "dlogits_out", dlogits_out, "logits", logits);
-  check(dlogits_out.data != logits.data || dlogits_out.dtype == logits.dtype, op,
-        ": dlogits_out may alias logits only with the same dtype");
-  int64_t rows = check_cross_entropy_args(op, logits, targets, softcap);
+  const DType dtype = logits.dtype == DType::f64 ? DType::f64 : DType::f32;  // f32 for f32 or bf16 logits
+  int64_t rows = checked_rows(op, logits, targets);
   int64_t vocab = logits.shape[logits.shape.ndim - 1];
-  check_side_dtype(op, "losses", losses, dtype);
-  check_numel(op, "losses", losses, rows);
   if (dtype == DType::f64) {
     SideValues<double> loss_values(losses);
     cross_entropy_fused_kernel(loss_values.data(), dlogits_out.as<double>(), logits.as<double>(),

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 
 namespace ct {
 
@@ -38,31 +37,23 @@ void embedding_backward_kernel(T* dtable, const T* dout, const int32_t* tokens, 
 
 }  // namespace
 
-void CpuBackend::embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
-  const op_timing::Scope timing("embedding_forward");
+void CpuBackend::do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
   const char* op = "embedding_forward";
-  DType dtype = check_float_dtype(op, "table", table);
-  check_same_dtype(op, "out", out, "table", table);
-  check_ndim(op, "table", table, 2);
+  check_same_dtype(op, "out", out, "table", table);  // no kernel converts between them
   int64_t vocab = table.shape[0], width = table.shape[1];
   check_token_range(op, "tokens", tokens, vocab, false);
-  check_numel(op, "out", out, tokens.numel() * width);
-  dispatch_float(dtype, [&](auto zero) {
+  dispatch_float(table.dtype, [&](auto zero) {
     using T = decltype(zero);
     embedding_forward_kernel(out.as<T>(), tokens.as<int32_t>(), table.as<T>(), tokens.numel(), width);
   });
 }
 
-void CpuBackend::embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
-  const op_timing::Scope timing("embedding_backward");
+void CpuBackend::do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
   const char* op = "embedding_backward";
-  DType dtype = check_float_dtype(op, "dtable_acc", dtable_acc);
-  check_same_dtype(op, "dout", dout, "dtable_acc", dtable_acc);
-  check_ndim(op, "dtable_acc", dtable_acc, 2);
+  check_same_dtype(op, "dout", dout, "dtable_acc", dtable_acc);  // no kernel converts between them
   int64_t vocab = dtable_acc.shape[0], width = dtable_acc.shape[1];
   check_token_range(op, "tokens", tokens, vocab, false);
-  check_numel(op, "dout", dout, tokens.numel() * width);
-  dispatch_float(dtype, [&](auto zero) {
+  dispatch_float(dtable_acc.dtype, [&](auto zero) {
     using T = decltype(zero);
     embedding_backward_kernel(dtable_acc.as<T>(), dout.as<T>(), tokens.as<int32_t>(), tokens.numel(), width);
   });

@@ -19,7 +19,6 @@
 
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/transpose.h"
 #include "backend/cpu/work_array.h"
@@ -124,22 +123,10 @@ void orthogonalise_bf16(float* x_out, const float* g, int64_t rows, int64_t cols
   }
 }
 
-// The argument checks of newton_schulz; returns the compute dtype.
-DType check_newton_schulz_args(const char* op, const Tensor& x_out, const Tensor& g, int steps) {
-  const DType dtype = check_float_dtype(op, "g", g);
-  check_same_dtype(op, "x_out", x_out, "g", g);
-  check_ndim(op, "g", g, 2);
-  check_shape(op, "x_out", x_out, g.shape);
-  check(steps >= 0, op, ": steps must be >= 0, got ", steps);
-  return dtype;
-}
-
 }  // namespace
 
-void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
-  const op_timing::Scope timing("newton_schulz");
-  const char* op = "newton_schulz";
-  DType dtype = check_newton_schulz_args(op, x_out, g, steps);
+void CpuBackend::do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
+  const DType dtype = g.dtype;  // f32 or f64 (check_kernel_dtype)
   if (matmul_bf16_ && dtype == DType::f32) {  // the same path, and bits, as a batch of one
     newton_schulz_many({x_out}, {g}, steps, a, b, c);
     return;
@@ -172,16 +159,12 @@ void CpuBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, 
 // matrices does 1.4-2.7x more per core than splitting every small product over both threads. The
 // largest matrices go first so that the threads finish together; every matrix is computed by one
 // thread in a fixed way, so the results do not depend on which thread takes it.
-void CpuBackend::newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
-                                    double a, double b, double c) {
-  const op_timing::Scope timing("newton_schulz_many");
-  const char* op = "newton_schulz_many";
-  check(x_outs.size() == gs.size(), op, ": ", x_outs.size(), " outputs but ", gs.size(), " inputs");
+void CpuBackend::do_newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                                       double a, double b, double c) {
   bool all_f32 = true;
-  for (size_t i = 0; i < gs.size(); ++i)
-    all_f32 = check_newton_schulz_args(op, x_outs[i], gs[i], steps) == DType::f32 && all_f32;
+  for (const Tensor& g : gs) all_f32 = g.dtype == DType::f32 && all_f32;
   if (!matmul_bf16_ || !all_f32) {
-    Backend::newton_schulz_many(x_outs, gs, steps, a, b, c);
+    Backend::do_newton_schulz_many(x_outs, gs, steps, a, b, c);
     return;
   }
   std::vector<size_t> order(gs.size());

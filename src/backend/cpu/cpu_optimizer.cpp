@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 
 namespace ct {
 
@@ -41,18 +40,10 @@ void muon_momentum_kernel(T* u, T* buf, const T* grad, int64_t n, T mu) {
 
 }  // namespace
 
-void CpuBackend::adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                              double beta1, double beta2, double eps, double weight_decay, int64_t step) {
-  const op_timing::Scope timing("adamw_update");
-  const char* op = "adamw_update";
-  DType dtype = check_float_dtype(op, "param", param);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"grad", grad}, {"m", m}, {"v", v}}) {
-    check_same_dtype(op, name, t, "param", param);
-    check_numel(op, name, t, param.numel());
-  }
-  check(step >= 1, op, ": step is 1-based, got ", step);
-  check(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, op, ": betas must lie in [0, 1), got (", beta1, ", ",
-        beta2, ")");
+void CpuBackend::do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                                 double lr, double beta1, double beta2, double eps, double weight_decay,
+                                 int64_t step) {
+  const DType dtype = param.dtype;
   double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   dispatch_float(dtype, [&](auto zero) {
@@ -63,14 +54,8 @@ void CpuBackend::adamw_update(const Tensor& param, const Tensor& grad, const Ten
   });
 }
 
-void CpuBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
-  const op_timing::Scope timing("muon_momentum");
-  const char* op = "muon_momentum";
-  DType dtype = check_float_dtype(op, "grad", grad);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"u_out", u_out}, {"buf", buf}}) {
-    check_same_dtype(op, name, t, "grad", grad);
-    check_numel(op, name, t, grad.numel());
-  }
+void CpuBackend::do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
+  const DType dtype = grad.dtype;
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     muon_momentum_kernel(u_out.as<T>(), buf.as<T>(), grad.as<T>(), grad.numel(), static_cast<T>(mu));

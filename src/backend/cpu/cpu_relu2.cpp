@@ -4,7 +4,6 @@
 // On the f32 path each of x, y, dy, dx may be stored in f32 or bf16 (the model keeps the MLP's
 // pre-activation, activation and its gradient in bf16 when its matmuls run in bf16).
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -33,13 +32,8 @@ void relu2_backward_kernel(SDX* dx, const SDY* dy, const SX* x, int64_t n) {
 
 }  // namespace
 
-void CpuBackend::relu2_forward(const Tensor& y, const Tensor& x) {
-  const op_timing::Scope timing("relu2_forward");
-  const char* op = "relu2_forward";
-  DType dtype = check_compute_dtype(op, "x", x);
-  check_storage_dtype(op, "y", y, dtype);
-  check_same_rows(op, "y", y, "x", x);
-  if (dtype == DType::f64) {
+void CpuBackend::do_relu2_forward(const Tensor& y, const Tensor& x) {
+  if (x.dtype == DType::f64) {
     relu2_forward_kernel<double>(y.as<double>(), x.as<double>(), x.numel());
     return;
   }
@@ -50,15 +44,8 @@ void CpuBackend::relu2_forward(const Tensor& y, const Tensor& x) {
   });
 }
 
-void CpuBackend::relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
-  const op_timing::Scope timing("relu2_backward");
-  const char* op = "relu2_backward";
-  DType dtype = check_compute_dtype(op, "x", x);
-  check_storage_dtype(op, "dy", dy, dtype);
-  check_storage_dtype(op, "dx_out", dx_out, dtype);
-  check_same_rows(op, "dy", dy, "x", x);
-  check_same_rows(op, "dx_out", dx_out, "x", x);
-  if (dtype == DType::f64) {
+void CpuBackend::do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
+  if (x.dtype == DType::f64) {
     relu2_backward_kernel<double>(dx_out.as<double>(), dy.as<double>(), x.as<double>(), x.numel());
     return;
   }

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -52,15 +51,9 @@ void rmsnorm_backward_kernel(T* dx, const SD* dy, const SY* y, const T* rstd, in
 
 }  // namespace
 
-void CpuBackend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
-  const op_timing::Scope timing("rmsnorm_forward");
-  const char* op = "rmsnorm_forward";
-  DType dtype = check_compute_dtype(op, "x", x);
-  check_storage_dtype(op, "y", y, dtype);
-  check_same_rows(op, "y", y, "x", x);
+void CpuBackend::do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
+  const DType dtype = x.dtype == DType::f64 ? DType::f64 : DType::f32;
   int64_t width = x.shape[x.shape.ndim - 1], rows = width > 0 ? x.numel() / width : 0;
-  check_side_dtype(op, "rstd", rstd, dtype);
-  check_numel(op, "rstd", rstd, rows);
   if (dtype == DType::f64) {
     SideValues<double> inv_rms(rstd);
     rmsnorm_forward_kernel(y.as<double>(), inv_rms.data(), x.as<double>(), rows, width, eps);
@@ -77,17 +70,11 @@ void CpuBackend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tens
   inv_rms.store();
 }
 
-void CpuBackend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
-  const op_timing::Scope timing("rmsnorm_backward");
-  const char* op = "rmsnorm_backward";
-  DType dtype = check_compute_dtype(op, "y", y);
-  check_storage_dtype(op, "dy", dy, dtype);
-  check_dtype(op, "dx_acc", dx_acc, dtype);  // an accumulator: f32 (or f64), never bf16
-  check_same_rows(op, "dy", dy, "y", y);
-  check_same_rows(op, "dx_acc", dx_acc, "y", y);
+void CpuBackend::do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
+  const DType dtype = y.dtype == DType::f64 ? DType::f64 : DType::f32;
+  // the CPU accumulates into f32 (or f64) only: no bf16 dx_acc kernel
+  check_dtype("rmsnorm_backward", "dx_acc", dx_acc, dtype);
   int64_t width = y.shape[y.shape.ndim - 1], rows = width > 0 ? y.numel() / width : 0;
-  check_side_dtype(op, "rstd", rstd, dtype);
-  check_numel(op, "rstd", rstd, rows);
   if (dtype == DType::f64) {
     SideValues<double> inv_rms(rstd);
     inv_rms.load();

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
-#include "backend/cpu/op_timing.h"
 #include "backend/cpu/storage.h"
 
 namespace ct {
@@ -94,35 +93,15 @@ std::vector<T> table_rows(const Tensor& table, int64_t pos_offset, int64_t time,
   return rows;
 }
 
-RopeShape check_rope_args(const char* op, const Tensor& x, const Tensor& rstd, const Tensor& cos, const Tensor& sin,
-                          int64_t pos_offset, DType dtype) {
-  check_ndim(op, "x", x, 4);
-  RopeShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
-  check(s.head_dim % 2 == 0, op, ": head_dim must be even, got ", s.head_dim, " (x ", x.shape.to_string(), ")");
-  check_side_dtype(op, "rstd", rstd, dtype);
-  check_numel(op, "rstd", rstd, s.rows());
-  check(pos_offset >= 0, op, ": pos_offset must be >= 0, got ", pos_offset);
-  for (const auto& [name, table] : {std::pair<const char*, const Tensor&>{"cos", cos}, {"sin", sin}}) {
-    check_side_dtype(op, name, table, dtype);
-    check_ndim(op, name, table, 2);
-    check(table.shape[1] == s.half(), op, ": ", name, " has shape ", table.shape.to_string(), ", expected [T_max, ",
-          s.half(), "] for head_dim ", s.head_dim);
-    check(table.shape[0] >= pos_offset + s.time, op, ": ", name, " has ", table.shape[0],
-          " positions but pos_offset + T = ", pos_offset + s.time);
-  }
-  return s;
-}
+// x [B, T, H, D] (y in the backward), checked by the contract.
+RopeShape rope_shape(const Tensor& x) { return {x.shape[0], x.shape[1], x.shape[2], x.shape[3]}; }
 
 }  // namespace
 
-void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                     const Tensor& sin, int64_t pos_offset, double eps) {
-  const op_timing::Scope timing("rope_qknorm_forward");
-  const char* op = "rope_qknorm_forward";
-  DType dtype = check_compute_dtype(op, "x", x);
-  check_storage_dtype(op, "y", y, dtype);
-  check_shape(op, "y", y, x.shape);
-  RopeShape s = check_rope_args(op, x, rstd, cos, sin, pos_offset, dtype);
+void CpuBackend::do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                                        const Tensor& sin, int64_t pos_offset, double eps) {
+  const DType dtype = x.dtype == DType::f64 ? DType::f64 : DType::f32;
+  const RopeShape s = rope_shape(x);
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> cos_rows = table_rows<T>(cos, pos_offset, s.time, s.half());
@@ -143,16 +122,10 @@ void CpuBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const 
   });
 }
 
-void CpuBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                                      const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
-  const op_timing::Scope timing("rope_qknorm_backward");
-  const char* op = "rope_qknorm_backward";
-  DType dtype = check_compute_dtype(op, "y", y);
-  check_storage_dtype(op, "dy", dy, dtype);
-  check_storage_dtype(op, "dx_out", dx_out, dtype);
-  check_shape(op, "dy", dy, y.shape);
-  check_shape(op, "dx_out", dx_out, y.shape);
-  RopeShape s = check_rope_args(op, y, rstd, cos, sin, pos_offset, dtype);
+void CpuBackend::do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                                         const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
+  const DType dtype = y.dtype == DType::f64 ? DType::f64 : DType::f32;
+  const RopeShape s = rope_shape(y);
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> cos_rows = table_rows<T>(cos, pos_offset, s.time, s.half());

@@ -26,7 +26,6 @@ namespace {
 struct OpenBlasApi {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&cblas_dgemm) dgemm = nullptr;
-  decltype(&cblas_sbgemm) sbgemm = nullptr;
   decltype(&openblas_get_corename) get_corename = nullptr;
   decltype(&openblas_get_parallel) get_parallel = nullptr;
   decltype(&openblas_set_num_threads) set_num_threads = nullptr;
@@ -98,8 +97,6 @@ const OpenBlasApi& openblas() {
         [](void* handle, OpenBlasApi& api) {
           api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
           api.dgemm = resolve<decltype(api.dgemm)>(handle, api.path, "cblas_dgemm");
-          // Optional: only builds with BUILD_BFLOAT16 have it (Debian 12's do not).
-          api.sbgemm = reinterpret_cast<decltype(api.sbgemm)>(::dlsym(handle, "cblas_sbgemm"));
           api.get_corename = resolve<decltype(api.get_corename)>(handle, api.path, "openblas_get_corename");
           api.get_parallel = resolve<decltype(api.get_parallel)>(handle, api.path, "openblas_get_parallel");
           api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "openblas_set_num_threads");
@@ -210,17 +207,6 @@ void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
                    blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta,
                    c, blas_int(ldc, "ldc"));
 }
-
-void sbgemm_row_major_openblas(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-                               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
-                               int64_t ldc) {
-  check(openblas_has_sbgemm(), "gemm: this OpenBLAS build has no cblas_sbgemm (built without BUILD_BFLOAT16)");
-  openblas().sbgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
-                    blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"),
-                    beta, c, blas_int(ldc, "ldc"));
-}
-
-bool openblas_has_sbgemm() { return openblas().sbgemm != nullptr; }
 
 std::string openblas_core_name() { return openblas().get_corename(); }
 

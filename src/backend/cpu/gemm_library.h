@@ -50,13 +50,6 @@ inline void gemm_row_major(GemmLibrary, bool transpose_a, bool transpose_b, int6
   dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// OpenBLAS's bf16 GEMM (cblas_sbgemm: bf16 inputs, f32 output and accumulation), for the benches;
-// only in builds with BUILD_BFLOAT16 (not Debian 12's): openblas_has_sbgemm() tells.
-bool openblas_has_sbgemm();
-void sbgemm_row_major_openblas(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-                               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
-                               int64_t ldc);
-
 // Loads OpenBLAS (once) and tells which build and kernel set it runs: "Cooperlake (openmp build,
 // /usr/lib/.../libopenblas.so.0)". Throws a ct::Error when the library cannot be loaded.
 std::string openblas_description();

@@ -46,7 +46,6 @@ struct MatmulKeyHash {
 struct MatmulEntry {
   dnnl::memory::desc a_md, b_md, c_md, scratchpad_md;
   dnnl::matmul primitive;
-  std::string implementation;
 };
 
 dnnl::engine& cpu_engine() {
@@ -87,7 +86,6 @@ const MatmulEntry& entry_for(const MatmulKey& key) {
   }
   try {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->a_md, entry->b_md, entry->c_md), attr, cpu_engine());
-    entry->implementation = pd.impl_info_str();
     entry->scratchpad_md = pd.scratchpad_desc();
     entry->primitive = dnnl::matmul(pd);
   } catch (const dnnl::error& e) {
@@ -170,17 +168,6 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
       for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0f ? alpha * p[j] : alpha * p[j] + beta * row[j];
     }
   }
-}
-
-std::string bf16_gemm_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
-  if (amx_gemm_handles(transpose_a, transpose_b, m, n, k)) return "clocktrain:amx_tiles";
-  const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
-  return entry_for(make_key(transpose_a, transpose_b, m, n, k, lda, ldb, 0.0f, false, n)).implementation;
-}
-
-int64_t bf16_gemm_cached_primitives() {
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  return static_cast<int64_t>(cache().size());
 }
 
 }  // namespace ct

@@ -27,11 +27,4 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
                          bool c_bf16, int64_t ldc);
 
-// The kernel that runs this product: "clocktrain:amx_tiles" or oneDNN's name for its kernel (e.g.
-// "brg:avx512_core_amx_bf16"), for benches.
-std::string bf16_gemm_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
-
-// How many distinct primitives the cache holds (for tests and benches).
-int64_t bf16_gemm_cached_primitives();
-
 }  // namespace ct

@@ -9,7 +9,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_checks.h"
+#include "backend/cuda/cuda_limits.h"
 #include "backend/cuda/nccl_comm.h"
 #include "backend/parallel/launch.h"
 
@@ -18,13 +18,6 @@ namespace ct::cuda {
 namespace {
 
 constexpr size_t kAllocationAlignment = 256;
-
-bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || d == DType::bf16; }
-
-void check_convertible(const char* op, DType to, DType from) {
-  check(to == from || (is_float(to) && is_float(from)), op, ": cannot convert ", dtype_name(from), " to ",
-        dtype_name(to), " (i32 converts only to i32)");
-}
 
 std::string error_bits_text(int bits) {
   std::string text;
@@ -125,6 +118,10 @@ std::string CudaBackend::device_description() const {
 }
 
 // Dense matmul peaks of the data sheets (SXM parts): what MFU divides by. 0 when unknown.
+void CudaBackend::check_kernel_dtype(const char* op, const char* arg, const Tensor& t) const {
+  check_cuda_dtype(op, arg, t);
+}
+
 double CudaBackend::peak_flops() const {
   const std::string name = properties_.name;
   const bool hopper = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos;
@@ -225,12 +222,8 @@ void CudaBackend::synchronize() {
 
 // ---- host transfers -----------------------------------------------------------------------------------
 
-void CudaBackend::upload(const Tensor& dst, const void* host, DType host_dtype) {
-  OpScope scope(this);
+void CudaBackend::do_upload(const Tensor& dst, const void* host, DType host_dtype) {
   const char* op = "upload";
-  check_present(op, "dst", dst);
-  check(host != nullptr || dst.numel() == 0, "upload: host pointer is null");
-  check_convertible(op, dst.dtype, host_dtype);
   const int64_t n = dst.numel();
   const size_t host_bytes = static_cast<size_t>(n) * dtype_size(host_dtype);
   if (n == 0) return;
@@ -253,12 +246,9 @@ void CudaBackend::upload(const Tensor& dst, const void* host, DType host_dtype) 
   // (cudaMemcpyAsync from pageable memory returns once the bytes are staged: the caller may reuse host)
 }
 
-void CudaBackend::download(void* host, DType host_dtype, const Tensor& src) {
+void CudaBackend::do_download(void* host, DType host_dtype, const Tensor& src) {
   const char* op = "download";
   check_no_region(op);
-  check_present(op, "src", src);
-  check(host != nullptr || src.numel() == 0, "download: host pointer is null");
-  check_convertible(op, host_dtype, src.dtype);
   const int64_t n = src.numel();
   if (n == 0) return;
   const size_t host_bytes = static_cast<size_t>(n) * dtype_size(host_dtype);
@@ -274,24 +264,14 @@ void CudaBackend::download(void* host, DType host_dtype, const Tensor& src) {
 
 // ---- elementwise ------------------------------------------------------------------------------------------
 
-void CudaBackend::fill(const Tensor& x, double value) {
-  OpScope scope(this);
-  check_present("fill", "x", x);
-  if (x.dtype == DType::i32)
-    check(value >= INT32_MIN && value <= INT32_MAX && value == std::floor(value), "fill: value ", value,
-          " is not an i32 integer");
+void CudaBackend::do_fill(const Tensor& x, double value) {
   OpCall call = graph_call("fill", Signature().tensor(x), {x}, {value});
   if (!call.launch) return;
   launch_fill(x.data, x.dtype, x.numel(), call.scalar(0), stream_);
 }
 
-void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
-  OpScope scope(this);
+void CudaBackend::do_copy(const Tensor& dst, const Tensor& src) {
   const char* op = "copy";
-  check_present(op, "dst", dst);
-  check_present(op, "src", src);
-  check_element_count(op, "dst", dst, src.numel());
-  check_convertible(op, dst.dtype, src.dtype);
   OpCall call = graph_call(op, Signature().tensor(dst).tensor(src), {dst, src});
   if (!call.launch || src.numel() == 0) return;
   if (dst.dtype == src.dtype) {
@@ -301,20 +281,14 @@ void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   }
 }
 
-void CudaBackend::axpby(const Tensor& y, double alpha, const Tensor& x, double beta) {
-  OpScope scope(this);
+void CudaBackend::do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) {
   const char* op = "axpby";
-  check_compute_dtype(op, "y", y);
-  check_matching_dtype(op, "x", x, "y", y);
-  check_element_count(op, "x", x, y.numel());
   OpCall call = graph_call(op, Signature().tensor(y).tensor(x), {y, x}, {alpha, beta});
   if (!call.launch) return;
   launch_axpby(y.data, y.dtype, call.scalar(0), x.data, call.scalar(1), y.numel(), stream_);
 }
 
-void CudaBackend::scale(const Tensor& x, double factor) {
-  OpScope scope(this);
-  check_compute_dtype("scale", "x", x);
+void CudaBackend::do_scale(const Tensor& x, double factor) {
   OpCall call = graph_call("scale", Signature().tensor(x), {x}, {factor});
   if (!call.launch) return;
   launch_scale(x.data, x.dtype, call.scalar(0), x.numel(), stream_);
@@ -324,7 +298,6 @@ void CudaBackend::scale(const Tensor& x, double factor) {
 
 double CudaBackend::reduce_now(const char* op, const Tensor& x, bool squares) {
   check_no_region(op);
-  check_compute_dtype(op, "x", x);
   const int64_t n = x.numel();
   auto* partials = static_cast<double*>(scratch("reduce_partials", sizeof(double) * reduce_partials_count(n)));
   launch_reduce(reduce_result_, false, squares, x.data, x.dtype, n, partials, stream_);
@@ -333,13 +306,10 @@ double CudaBackend::reduce_now(const char* op, const Tensor& x, bool squares) {
   return *reduce_result_host_;
 }
 
-double CudaBackend::sum(const Tensor& x) { return reduce_now("sum", x, false); }
-double CudaBackend::sum_squares(const Tensor& x) { return reduce_now("sum_squares", x, true); }
+double CudaBackend::do_sum(const Tensor& x) { return reduce_now("sum", x, false); }
+double CudaBackend::do_sum_squares(const Tensor& x) { return reduce_now("sum_squares", x, true); }
 
 void CudaBackend::reduce_to_slot(const char* op, int slot, const Tensor& x, bool accumulate, bool squares) {
-  OpScope scope(this);
-  check(slot >= 0 && slot < kValueSlots, op, ": slot ", slot, " is outside [0, ", kValueSlots, ")");
-  check_compute_dtype(op, "x", x);
   OpCall call = graph_call(op, Signature().tensor(x).integer(slot).integer(accumulate), {x});
   if (!call.launch) return;
   const int64_t n = x.numel();
@@ -347,11 +317,11 @@ void CudaBackend::reduce_to_slot(const char* op, int slot, const Tensor& x, bool
   launch_reduce(value_slots_ + slot, accumulate, squares, x.data, x.dtype, n, partials, stream_);
 }
 
-void CudaBackend::sum_to_slot(int slot, const Tensor& x, bool accumulate) {
+void CudaBackend::do_sum_to_slot(int slot, const Tensor& x, bool accumulate) {
   reduce_to_slot("sum_to_slot", slot, x, accumulate, false);
 }
 
-void CudaBackend::sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) {
+void CudaBackend::do_sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) {
   reduce_to_slot("sum_squares_to_slot", slot, x, accumulate, true);
 }
 

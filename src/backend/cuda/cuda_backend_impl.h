@@ -33,49 +33,8 @@ class CudaBackend final : public Backend {
 
   Tensor allocate(const Shape& shape, DType dtype) override;
   void release(Tensor& tensor) override;
-  void upload(const Tensor& dst, const void* host, DType host_dtype) override;
-  void download(void* host, DType host_dtype, const Tensor& src) override;
   void synchronize() override;
 
-  void fill(const Tensor& x, double value) override;
-  void copy(const Tensor& dst, const Tensor& src) override;
-  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
-  void scale(const Tensor& x, double factor) override;
-  double sum(const Tensor& x) override;
-  double sum_squares(const Tensor& x) override;
-
-  void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b, double alpha,
-            double beta) override;
-
-  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
-  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
-  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
-  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
-  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
-                           int64_t pos_offset, double eps) override;
-  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                            const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
-  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                         double scale) override;
-  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
-                          const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                          double scale) override;
-  void relu2_forward(const Tensor& y, const Tensor& x) override;
-  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
-  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                     const Tensor& targets, double softcap) override;
-  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
-                                      double softcap, double loss_scale) override;
-
-  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                    double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
-  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
-  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
-
-  void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) override;
-
-  void sum_to_slot(int slot, const Tensor& x, bool accumulate) override;
-  void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) override;
   std::vector<double> read_value_slots(int count) override;
 
   bool supports_graphs() const override { return true; }
@@ -99,6 +58,50 @@ class CudaBackend final : public Backend {
   // For tests and benchmarks.
   cudaStream_t stream() const { return stream_; }
   bool flash_attention_enabled() const { return flash_attention_; }
+
+ protected:
+  // Backend's public ops call these once the op contract holds (op_contract.h); the kernels' own
+  // limits are cuda_limits.h.
+  void check_kernel_dtype(const char* op, const char* arg, const Tensor& t) const override;
+  // A failed op inside a recording abandons the region (as OpScope does for the ops below).
+  void op_failed() noexcept override;
+
+  void do_upload(const Tensor& dst, const void* host, DType host_dtype) override;
+  void do_download(void* host, DType host_dtype, const Tensor& src) override;
+  void do_fill(const Tensor& x, double value) override;
+  void do_copy(const Tensor& dst, const Tensor& src) override;
+  void do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
+  void do_scale(const Tensor& x, double factor) override;
+  double do_sum(const Tensor& x) override;
+  double do_sum_squares(const Tensor& x) override;
+  void do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b, double alpha,
+               double beta) override;
+  void do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
+  void do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
+  void do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
+  void do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
+  void do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                              int64_t pos_offset, double eps) override;
+  void do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
+                               const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
+  void do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                            double scale) override;
+  void do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
+                             const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                             double scale) override;
+  void do_relu2_forward(const Tensor& y, const Tensor& x) override;
+  void do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
+  void do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                        const Tensor& targets, double softcap) override;
+  void do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
+                                         double softcap, double loss_scale) override;
+  void do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
+                       double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
+  void do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
+  void do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+  void do_linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) override;
+  void do_sum_to_slot(int slot, const Tensor& x, bool accumulate) override;
+  void do_sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) override;
 
  private:
   // ---- graph regions (cuda_graphs.cpp) ----------------------------------------------------------------
@@ -128,7 +131,8 @@ class CudaBackend final : public Backend {
   };
   void destroy_region_state(const std::string& name);
 
-  // Abandons the open recording when an op throws (declared first thing in every op).
+  // Abandons the open recording when an op throws (declared first thing in the ops that Backend's
+  // public ops do not frame: the data-parallel ones; the others reach op_failed()).
   class OpScope {
    public:
     explicit OpScope(CudaBackend* backend) : backend_(backend), exceptions_(std::uncaught_exceptions()) {}

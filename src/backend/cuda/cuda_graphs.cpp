@@ -23,6 +23,10 @@ void CudaBackend::check_no_region(const char* op) {
        "' (host values come out through the value slots, after end_graph; memory is allocated before begin_graph)");
 }
 
+void CudaBackend::op_failed() noexcept {
+  if (recorder_.active()) abandon_region();
+}
+
 void CudaBackend::begin_graph(const std::string& name) {
   const GraphRecorder::Mode mode = recorder_.begin(name);
   try {

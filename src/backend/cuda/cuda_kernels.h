@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA backend's kernel launchers: plain C++ declarations, defined in the kernels_*.cu files,
 // called by the host code (cuda_backend.cpp, cuda_ops.cpp). Every launcher queues work on `stream`
-// and checks the launch; shapes and dtypes were validated by the caller (cuda_checks.h).
+// and checks the launch; shapes and dtypes were validated by the caller (backend/op_contract.h, cuda_limits.h).
 //
 // Float dtypes of the kernels: f32 and bf16 (storage; arithmetic in f32). f64 tensors can be
 // allocated, filled, copied, uploaded and downloaded, nothing else.

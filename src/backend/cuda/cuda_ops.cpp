@@ -1,10 +1,11 @@
-// The model's ops on the CUDA backend: argument checks (cuda_checks.h), the graph-region call,
-// then the kernel launch (cuda_kernels.h) or the cuBLASLt product (cuda_gemm.h).
+// The model's ops on the CUDA backend, called by Backend's public ops once the op contract holds
+// (op_contract.h): the kernels' own limits (cuda_limits.h), the graph-region call, then the kernel
+// launch (cuda_kernels.h) or the cuBLASLt product (cuda_gemm.h).
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_checks.h"
+#include "backend/cuda/cuda_limits.h"
 
 namespace ct::cuda {
 
@@ -14,14 +15,25 @@ GemmOperand operand_of(DType dtype) { return dtype == DType::bf16 ? GemmOperand:
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+struct RopeShape {
+  int64_t batch, time, heads, head_dim;
+  int64_t rows() const { return batch * time * heads; }
+};
+
+// x [B, T, H, D] (checked by the contract), within the kernels' head_dim limit.
+RopeShape rope_shape(const char* op, const Tensor& x) {
+  const RopeShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
+  check_head_dim(op, s.head_dim, x);
+  return s;
+}
+
 }  // namespace
 
 // ---- gemm ------------------------------------------------------------------------------------------
 
-void CudaBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
-                       double alpha, double beta) {
-  OpScope scope(this);
-  const GemmShape shape = check_gemm(a, b, c, transpose_a, transpose_b);
+void CudaBackend::do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+                          double alpha, double beta) {
+  const GemmShape shape = gemm_shape(a, b, transpose_a, transpose_b);
   OpCall call = graph_call("gemm",
                            Signature().tensor(a).tensor(b).tensor(c).integer(transpose_a).integer(transpose_b).real(alpha).real(beta),
                            {a, b, c});
@@ -51,9 +63,8 @@ void CudaBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool t
 // y = x W^T + beta y in fp8: amax of x and of W, power-of-two scales, e4m3 copies, one cuBLASLt
 // product that multiplies the scales back (fp8.h). Falls back to gemm() when fp8 is off or the
 // shapes do not suit cuBLASLt's fp8 kernels.
-void CudaBackend::linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) {
-  OpScope scope(this);
-  const GemmShape shape = check_gemm(x, w, y, false, true);
+void CudaBackend::do_linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) {
+  const GemmShape shape = gemm_shape(x, w, false, true);
   if (!fp8_ || !fp8_shapes_supported(shape)) {
     gemm(x, w, y, false, true, 1.0, beta);
     return;
@@ -92,41 +103,36 @@ void CudaBackend::linear_forward_fp8(const Tensor& x, const Tensor& w, const Ten
 
 // ---- embedding -------------------------------------------------------------------------------------
 
-void CudaBackend::embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
-  OpScope scope(this);
-  const EmbeddingShape s = check_embedding_forward(out, tokens, table);
+void CudaBackend::do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
   OpCall call = graph_call("embedding_forward", Signature().tensor(out).tensor(tokens).tensor(table),
                            {out, tokens, table});
   if (!call.launch) return;
-  launch_embedding_forward(out.data, out.dtype, tokens.as<int32_t>(), table.data, table.dtype, s.tokens, s.vocab,
-                           s.width, error_word_, stream_);
+  launch_embedding_forward(out.data, out.dtype, tokens.as<int32_t>(), table.data, table.dtype, tokens.numel(),
+                           table.shape[0], table.shape[1], error_word_, stream_);
 }
 
-void CudaBackend::embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
-  OpScope scope(this);
-  const EmbeddingShape s = check_embedding_backward(dtable_acc, dout, tokens);
+void CudaBackend::do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
+  const int64_t count = tokens.numel(), vocab = dtable_acc.shape[0], width = dtable_acc.shape[1];
   OpCall call = graph_call("embedding_backward", Signature().tensor(dtable_acc).tensor(dout).tensor(tokens),
                            {dtable_acc, dout, tokens});
-  if (!call.launch || s.tokens == 0) return;
-  const size_t bytes = embedding_backward_scratch_bytes(s.tokens, s.vocab);
+  if (!call.launch || count == 0) return;
+  const size_t bytes = embedding_backward_scratch_bytes(count, vocab);
   void* sort_scratch = scratch("embedding_sort", bytes);
-  launch_embedding_backward(dtable_acc.as<float>(), dout.data, dout.dtype, tokens.as<int32_t>(), s.tokens, s.vocab,
-                            s.width, sort_scratch, bytes, error_word_, stream_);
+  launch_embedding_backward(dtable_acc.as<float>(), dout.data, dout.dtype, tokens.as<int32_t>(), count, vocab, width,
+                            sort_scratch, bytes, error_word_, stream_);
 }
 
 // ---- norms -------------------------------------------------------------------------------------------
 
-void CudaBackend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
-  OpScope scope(this);
-  const RowShape s = check_rmsnorm_forward(y, rstd, x);
+void CudaBackend::do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
+  const RowShape s = rows_of(x);
   OpCall call = graph_call("rmsnorm_forward", Signature().tensor(y).tensor(rstd).tensor(x).real(eps), {y, rstd, x});
   if (!call.launch) return;
   launch_rmsnorm_forward(y.data, y.dtype, rstd.as<float>(), x.data, x.dtype, s.rows, s.width, eps, stream_);
 }
 
-void CudaBackend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
-  OpScope scope(this);
-  const RowShape s = check_rmsnorm_backward(dx_acc, dy, y, rstd);
+void CudaBackend::do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
+  const RowShape s = rows_of(y);
   OpCall call = graph_call("rmsnorm_backward", Signature().tensor(dx_acc).tensor(dy).tensor(y).tensor(rstd),
                            {dx_acc, dy, y, rstd});
   if (!call.launch) return;
@@ -134,10 +140,9 @@ void CudaBackend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const
                           s.width, stream_);
 }
 
-void CudaBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                      const Tensor& sin, int64_t pos_offset, double eps) {
-  OpScope scope(this);
-  const RopeShape s = check_rope_qknorm("rope_qknorm_forward", x, y, rstd, cos, sin, pos_offset);
+void CudaBackend::do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
+                                         const Tensor& sin, int64_t pos_offset, double eps) {
+  const RopeShape s = rope_shape("rope_qknorm_forward", x);
   OpCall call = graph_call("rope_qknorm_forward",
                            Signature().tensor(y).tensor(rstd).tensor(x).tensor(cos).tensor(sin).integer(pos_offset).real(eps),
                            {y, rstd, x, cos, sin});
@@ -147,13 +152,11 @@ void CudaBackend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const
                              sin.as<float>() + pos_offset * half, s.rows(), s.heads, s.time, s.head_dim, eps, stream_);
 }
 
-void CudaBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                                       const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
-  OpScope scope(this);
+void CudaBackend::do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y,
+                                          const Tensor& rstd, const Tensor& cos, const Tensor& sin,
+                                          int64_t pos_offset) {
   const char* op = "rope_qknorm_backward";
-  const RopeShape s = check_rope_qknorm(op, y, dy, rstd, cos, sin, pos_offset);
-  check_compute_dtype(op, "dx_out", dx_out);
-  check_exact_shape(op, "dx_out", dx_out, y.shape);
+  const RopeShape s = rope_shape(op, y);
   OpCall call = graph_call(op, Signature().tensor(dx_out).tensor(dy).tensor(y).tensor(rstd).tensor(cos).tensor(sin).integer(pos_offset),
                            {dx_out, dy, y, rstd, cos, sin});
   if (!call.launch) return;
@@ -165,10 +168,10 @@ void CudaBackend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, c
 
 // ---- attention -------------------------------------------------------------------------------------------
 
-void CudaBackend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                                    const Tensor& v, double scale) {
-  OpScope scope(this);
-  const AttentionDims d = check_attention_forward(out, lse, q, k, v);
+void CudaBackend::do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, double scale) {
+  const AttentionDims d = attention_dims(q, k);
+  check_head_dim("attention_forward", d.head_dim, q);
   OpCall call = graph_call("attention_forward", Signature().tensor(out).tensor(lse).tensor(q).tensor(k).tensor(v).real(scale),
                            {out, lse, q, k, v});
   if (!call.launch) return;
@@ -181,11 +184,11 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& lse, const 
   }
 }
 
-void CudaBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                                     const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                                     const Tensor& k, const Tensor& v, double scale) {
-  OpScope scope(this);
-  const AttentionDims d = check_attention_backward(dq_out, dk_out, dv_out, dout, out, lse, q, k, v);
+void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
+                                        const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
+                                        const Tensor& k, const Tensor& v, double scale) {
+  const AttentionDims d = attention_dims(q, k);
+  check_head_dim("attention_backward", d.head_dim, q);
   OpCall call = graph_call("attention_backward",
                            Signature().tensor(dq_out).tensor(dk_out).tensor(dv_out).tensor(dout).tensor(out).tensor(lse)
                                .tensor(q).tensor(k).tensor(v).real(scale),
@@ -217,25 +220,18 @@ void CudaBackend::attention_backward(const Tensor& dq_out, const Tensor& dk_out,
 
 // ---- relu^2 ------------------------------------------------------------------------------------------
 
-void CudaBackend::relu2_forward(const Tensor& y, const Tensor& x) {
-  OpScope scope(this);
+void CudaBackend::do_relu2_forward(const Tensor& y, const Tensor& x) {
   const char* op = "relu2_forward";
-  check_compute_dtype(op, "x", x);
-  check_matching_dtype(op, "y", y, "x", x);
-  check_element_count(op, "y", y, x.numel());
+  check_one_dtype(op, "y", y, "x", x);
   OpCall call = graph_call(op, Signature().tensor(y).tensor(x), {y, x});
   if (!call.launch) return;
   launch_relu2_forward(y.data, x.data, x.dtype, x.numel(), stream_);
 }
 
-void CudaBackend::relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
-  OpScope scope(this);
+void CudaBackend::do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
   const char* op = "relu2_backward";
-  check_compute_dtype(op, "x", x);
-  check_matching_dtype(op, "dy", dy, "x", x);
-  check_matching_dtype(op, "dx_out", dx_out, "x", x);
-  check_element_count(op, "dy", dy, x.numel());
-  check_element_count(op, "dx_out", dx_out, x.numel());
+  check_one_dtype(op, "dy", dy, "x", x);
+  check_one_dtype(op, "dx_out", dx_out, "x", x);
   OpCall call = graph_call(op, Signature().tensor(dx_out).tensor(dy).tensor(x), {dx_out, dy, x});
   if (!call.launch) return;
   launch_relu2_backward(dx_out.data, dy.data, x.data, x.dtype, x.numel(), stream_);
@@ -243,10 +239,9 @@ void CudaBackend::relu2_backward(const Tensor& dx_out, const Tensor& dy, const T
 
 // ---- softcapped cross-entropy ---------------------------------------------------------------------------
 
-void CudaBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                                const Tensor& targets, double softcap) {
-  OpScope scope(this);
-  const RowShape s = check_cross_entropy_forward(losses, argmax, logits, targets, softcap);
+void CudaBackend::do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                                   const Tensor& targets, double softcap) {
+  const RowShape s = rows_of(logits);
   OpCall call = graph_call("softcap_cross_entropy_forward",
                            Signature().tensor(losses).tensor(argmax).tensor(logits).tensor(targets).real(softcap),
                            {losses, argmax, logits, targets});
@@ -255,10 +250,9 @@ void CudaBackend::softcap_cross_entropy_forward(const Tensor& losses, const Tens
                                logits.dtype, targets.as<int32_t>(), s.rows, s.width, softcap, error_word_, stream_);
 }
 
-void CudaBackend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                                 const Tensor& targets, double softcap, double loss_scale) {
-  OpScope scope(this);
-  const RowShape s = check_cross_entropy_backward(dlogits_out, logits, targets, softcap);
+void CudaBackend::do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
+                                                    const Tensor& targets, double softcap, double loss_scale) {
+  const RowShape s = rows_of(logits);
   OpCall call = graph_call("softcap_cross_entropy_backward",
                            Signature().tensor(dlogits_out).tensor(logits).tensor(targets).real(softcap),
                            {dlogits_out, logits, targets}, {loss_scale});

@@ -4,22 +4,15 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_checks.h"
+#include "backend/cuda/cuda_limits.h"
 
 namespace ct::cuda {
 
-void CudaBackend::adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                               double beta1, double beta2, double eps, double weight_decay, int64_t step) {
-  OpScope scope(this);
+// f32 only (check_cuda_dtype on param; the contract gives grad, m and v param's dtype).
+void CudaBackend::do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                                  double lr, double beta1, double beta2, double eps, double weight_decay,
+                                  int64_t step) {
   const char* op = "adamw_update";
-  check_exact_dtype(op, "param", param, DType::f32);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"grad", grad}, {"m", m}, {"v", v}}) {
-    check_exact_dtype(op, name, t, DType::f32);
-    check_element_count(op, name, t, param.numel());
-  }
-  check(step >= 1, op, ": step is 1-based, got ", step);
-  check(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, op, ": betas must lie in [0, 1), got (", beta1, ", ",
-        beta2, ")");
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   // Every number is a scalar argument: a recorded optimizer region replays with new lr and step.
@@ -30,14 +23,9 @@ void CudaBackend::adamw_update(const Tensor& param, const Tensor& grad, const Te
                call.scalar(1), call.scalar(2), call.scalar(3), call.scalar(4), call.scalar(5), call.scalar(6), stream_);
 }
 
-void CudaBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
-  OpScope scope(this);
+// f32 only, as adamw_update.
+void CudaBackend::do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
   const char* op = "muon_momentum";
-  check_exact_dtype(op, "grad", grad, DType::f32);
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"u_out", u_out}, {"buf", buf}}) {
-    check_exact_dtype(op, name, t, DType::f32);
-    check_element_count(op, name, t, grad.numel());
-  }
   OpCall call = graph_call(op, Signature().tensor(u_out).tensor(buf).tensor(grad), {u_out, buf, grad}, {mu});
   if (!call.launch) return;
   launch_muon_momentum(u_out.as<float>(), buf.as<float>(), grad.as<float>(), grad.numel(), call.scalar(0), stream_);
@@ -49,14 +37,8 @@ void CudaBackend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Te
 //   r >  c:  the same on G^T, written without transposing memory: with Y = X^T (shape of G),
 //            A = Y^T Y;  B = b A + c A A;  Y = a Y + Y B   (A and B are symmetric)
 // B = b A + c A A and X = a X + B X are single cuBLASLt calls with separate C input and D output.
-void CudaBackend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
-  OpScope scope(this);
+void CudaBackend::do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
   const char* op = "newton_schulz";
-  check_compute_dtype(op, "g", g);
-  check_matching_dtype(op, "x_out", x_out, "g", g);
-  check_rank(op, "g", g, 2);
-  check_exact_shape(op, "x_out", x_out, g.shape);
-  check(steps >= 0, op, ": steps must be >= 0, got ", steps);
   OpCall call = graph_call(op, Signature().tensor(x_out).tensor(g).integer(steps).real(a).real(b).real(c), {x_out, g});
   const int64_t rows = g.shape[0], cols = g.shape[1];
   if (!call.launch || rows == 0 || cols == 0) return;

@@ -5,7 +5,7 @@
 // Both run inside graph regions too (NCCL supports stream capture; the events become graph edges).
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/cuda_checks.h"
+#include "backend/cuda/cuda_limits.h"
 #include "backend/cuda/nccl_comm.h"
 
 namespace ct::cuda {
@@ -15,7 +15,8 @@ void CudaBackend::all_reduce_begin(const std::vector<Tensor>& tensors, double fa
   const char* op = "all_reduce_begin";
   Signature signature;
   for (const Tensor& t : tensors) {
-    check_compute_dtype(op, "tensor", t);
+    check_compute_dtype(op, "tensor", t);  // f32 or bf16: the contract's float dtypes less the cuda's limits
+    check_cuda_dtype(op, "tensor", t);
     signature.tensor(t);
   }
   if (world_size_ == 1) {
@@ -49,7 +50,7 @@ void CudaBackend::broadcast(const std::vector<Tensor>& tensors, const std::vecto
   check(tensors.size() == roots.size(), op, ": ", tensors.size(), " tensors but ", roots.size(), " roots");
   Signature signature;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    check_present(op, "tensor", tensors[i]);
+    check_not_empty(op, "tensor", tensors[i]);
     check(roots[i] >= 0 && roots[i] < world_size_, op, ": root ", roots[i], " is outside [0, ", world_size_, ")");
     signature.tensor(tensors[i]).integer(roots[i]);
   }

@@ -1,6 +1,7 @@
 #pragma once
-// Wall-clock time of each CPU backend op, for finding what dominates a training step
+// Wall-clock time of each backend op, for finding what dominates a training step
 // (train_throughput_bench --profile-ops 1). Off by default: a disabled scope costs one branch.
+// Backend's public ops open the scope (backend.cpp), for every backend.
 //
 // The CPU backend's ops are synchronous (each returns when its OpenMP threads are done), so the main
 // thread's wall clock from entry to return is the op's whole cost, including the threads it waits

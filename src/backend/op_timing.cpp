@@ -1,4 +1,4 @@
-#include "backend/cpu/op_timing.h"
+#include "backend/op_timing.h"
 
 #include <algorithm>
 #include <map>
