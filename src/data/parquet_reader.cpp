@@ -1,5 +1,8 @@
 #include "data/parquet_reader.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "util/error.h"
 
 #if CLOCKTRAIN_HAVE_PARQUET
@@ -22,7 +25,72 @@ bool is_parquet_file(const std::filesystem::path& path) { return path.extension(
 
 bool parquet_supported() { return true; }
 
+namespace {
+
+constexpr const char* kParquetBudgetAdvice = "write the file with smaller row groups, e.g. pyarrow's row_group_size";
+
+// Every buffer Arrow allocates for one reader (file reads, decompressed pages, the column's strings)
+// goes through this pool, which refuses a request that would take the bytes held past `budget`.
+// A page header is only a claim: a file of a few hundred bytes can declare a page of gigabytes, and
+// Arrow allocates what the header says before it decompresses. Refusing here turns that into an
+// error (Arrow's OutOfMemory status) instead of an allocation the machine cannot make.
+// Allocation itself is the system allocator's (not the wheel's jemalloc/mimalloc), so that the
+// sanitizers see the buffers.
+class BudgetedPool final : public arrow::MemoryPool {
+ public:
+  explicit BudgetedPool(uint64_t budget) : budget_(static_cast<int64_t>(budget)) {}
+
+  arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override {
+    ARROW_RETURN_NOT_OK(admit(size));
+    arrow::Status status = base_->Allocate(size, alignment, out);
+    if (status.ok()) held_ += size;
+    return status;
+  }
+  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment, uint8_t** ptr) override {
+    if (new_size > old_size) ARROW_RETURN_NOT_OK(admit(new_size - old_size));
+    arrow::Status status = base_->Reallocate(old_size, new_size, alignment, ptr);
+    if (status.ok()) held_ += new_size - old_size;
+    return status;
+  }
+  void Free(uint8_t* buffer, int64_t size, int64_t alignment) override {
+    base_->Free(buffer, size, alignment);
+    held_ -= size;
+  }
+  int64_t bytes_allocated() const override { return held_; }
+  int64_t total_bytes_allocated() const override { return base_->total_bytes_allocated(); }
+  int64_t num_allocations() const override { return base_->num_allocations(); }
+  std::string backend_name() const override { return base_->backend_name(); }
+
+  uint64_t budget() const { return static_cast<uint64_t>(budget_); }
+  // The largest request refused so far (0: none).
+  uint64_t refused() const { return static_cast<uint64_t>(refused_); }
+
+ private:
+  // Atomic counts: Arrow may free a buffer on one of its own threads. (The check and the count are
+  // two steps; the reader reads on one thread, so two admissions never race.)
+  arrow::Status admit(int64_t more) {
+    const int64_t held = held_.load();
+    if (more >= 0 && held <= budget_ && more <= budget_ - held) return arrow::Status::OK();
+    int64_t seen = refused_.load();
+    while (more > seen && !refused_.compare_exchange_weak(seen, more)) {
+    }
+    return arrow::Status::OutOfMemory("a request for ", more, " bytes with ", held,
+                                      " held would pass the reader's budget of ", budget_, " bytes");
+  }
+
+  arrow::MemoryPool* base_ = arrow::system_memory_pool();
+  int64_t budget_;
+  std::atomic<int64_t> held_{0};
+  std::atomic<int64_t> refused_{0};
+};
+
+}  // namespace
+
 struct ParquetTextReader::Impl {
+  explicit Impl(uint64_t memory_budget) : pool(memory_budget) {}
+
+  // Declared first, destroyed last: the reader and the arrays below hand their buffers back to it.
+  BudgetedPool pool;
   std::string name, column;
   std::unique_ptr<parquet::arrow::FileReader> reader;
   std::shared_ptr<parquet::FileMetaData> metadata;
@@ -36,20 +104,26 @@ struct ParquetTextReader::Impl {
 
   // Arrow reports through Status or by throwing ParquetException; both become ct::Error naming the file.
   void ok(const arrow::Status& status, const std::string& what) const {
+    if (!status.ok() && pool.refused() > 0) over_budget(what);
     check(status.ok(), name, ": ", what, ": ", status.ToString());
   }
 
   void open(std::shared_ptr<arrow::io::RandomAccessFile> file) {
-    // The system allocator (not the wheel's jemalloc/mimalloc) so that the sanitizers see the buffers.
-    arrow::MemoryPool* pool = arrow::system_memory_pool();
-    parquet::ReaderProperties properties(pool);
+    parquet::ReaderProperties properties(&pool);
     // Files that carry page CRCs are checked: a page whose bytes do not match is an error, not text.
     properties.set_page_checksum_verification(true);
+    // Reads happen on this thread, in order: no pre-buffering, whose reads run ahead on Arrow's I/O
+    // threads and can finish after this reader (and its pool) is gone when a read fails.
+    parquet::ArrowReaderProperties arrow_properties(/*use_threads=*/false);
+    arrow_properties.set_pre_buffer(false);
     parquet::arrow::FileReaderBuilder builder;
     try {
       ok(builder.Open(std::move(file), properties), "not a readable Parquet file");
-      ok(builder.memory_pool(pool)->Build(&reader), "not a readable Parquet file");
+      ok(builder.memory_pool(&pool)->properties(arrow_properties)->Build(&reader), "not a readable Parquet file");
+    } catch (const Error&) {
+      throw;
     } catch (const std::exception& e) {
+      if (pool.refused() > 0) over_budget("not a readable Parquet file");
       fail(name, ": not a readable Parquet file: ", e.what());
     }
     metadata = reader->parquet_reader()->metadata();
@@ -72,18 +146,35 @@ struct ParquetTextReader::Impl {
     const int group = next_group++;
     std::shared_ptr<arrow::Table> table;
     const std::string what = str("row group ", group, " (rows from ", row + 1, ")");
+    int64_t compressed = 0;
     try {
+      // The footer's own size of the column, checked before anything is read; the pages' headers,
+      // which may claim otherwise, meet the pool's budget as they are read. (The footer's column
+      // metadata is parsed here, so a malformed one throws here too.)
+      const auto chunk_metadata = metadata->RowGroup(group)->ColumnChunk(leaf);
+      const int64_t declared = chunk_metadata->total_uncompressed_size();
+      compressed = chunk_metadata->total_compressed_size();
+      check(declared >= 0 && static_cast<uint64_t>(declared) <= pool.budget(), name, ": ", what, ": column \"",
+            column, "\" declares ", declared, " bytes uncompressed, more than the reader's ", pool.budget(),
+            "-byte memory budget (", kParquetBudgetAdvice, ")");
       ok(reader->ReadRowGroup(group, {leaf}, &table), what);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
+      if (pool.refused() > 0) over_budget(what);
       fail(name, ": ", what, ": ", e.what());
     }
     texts = table->column(0);
     chunk = 0;
     in_chunk = 0;
-    consumed += static_cast<uint64_t>(metadata->RowGroup(group)->ColumnChunk(leaf)->total_compressed_size());
+    consumed += static_cast<uint64_t>(std::max<int64_t>(compressed, 0));
     return true;
+  }
+
+  [[noreturn]] void over_budget(const std::string& what) const {
+    fail(name, ": ", what, ": needs more than the reader's ", pool.budget(), "-byte memory budget (a request for ",
+         pool.refused(), " bytes was refused; a page header may claim more than the file holds, or a row group ",
+         "is too big: ", kParquetBudgetAdvice, ")");
   }
 
   template <typename Array>
@@ -120,17 +211,19 @@ struct ParquetTextReader::Impl {
   }
 };
 
-ParquetTextReader::ParquetTextReader(const std::filesystem::path& path, const std::string& column)
-    : impl_(std::make_unique<Impl>()) {
+ParquetTextReader::ParquetTextReader(const std::filesystem::path& path, const std::string& column,
+                                     uint64_t memory_budget)
+    : impl_(std::make_unique<Impl>(memory_budget)) {
   impl_->name = path.string();
   impl_->column = column;
-  auto file = arrow::io::ReadableFile::Open(path.string(), arrow::system_memory_pool());
+  auto file = arrow::io::ReadableFile::Open(path.string(), &impl_->pool);
   check(file.ok(), path.string(), ": cannot open for reading: ", file.status().ToString());
   impl_->open(*file);
 }
 
-ParquetTextReader ParquetTextReader::from_bytes(std::string bytes, const std::string& name, const std::string& column) {
-  auto impl = std::make_unique<Impl>();
+ParquetTextReader ParquetTextReader::from_bytes(std::string bytes, const std::string& name, const std::string& column,
+                                                uint64_t memory_budget) {
+  auto impl = std::make_unique<Impl>(memory_budget);
   impl->name = name;
   impl->column = column;
   impl->open(std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(std::move(bytes))));
@@ -156,8 +249,10 @@ namespace {
 }
 }  // namespace
 
-ParquetTextReader::ParquetTextReader(const std::filesystem::path& path, const std::string&) { no_parquet(path.string()); }
-ParquetTextReader ParquetTextReader::from_bytes(std::string, const std::string& name, const std::string&) {
+ParquetTextReader::ParquetTextReader(const std::filesystem::path& path, const std::string&, uint64_t) {
+  no_parquet(path.string());
+}
+ParquetTextReader ParquetTextReader::from_bytes(std::string, const std::string& name, const std::string&, uint64_t) {
   no_parquet(name);
 }
 bool ParquetTextReader::next(std::string&) { return false; }

@@ -3,7 +3,8 @@
 // named `column` (default "text"), read with Apache Arrow's C++ Parquet library one row group at a
 // time, so that memory holds one row group's texts and never the whole file. Page CRCs are checked
 // where the file has them. Errors name the file, and the row or row group: a missing column, a
-// column that is not text, a null text, a corrupt footer or page.
+// column that is not text, a null text, a corrupt footer or page, a row group that needs more memory
+// than the reader's budget (which a forged page header can claim in a file of a few hundred bytes).
 //
 // A build without Arrow (cmake/Parquet.cmake found neither libparquet-dev nor pyarrow) still has
 // this class: opening any file is then an error that says how to get Parquet support.
@@ -15,6 +16,9 @@
 namespace ct {
 
 inline constexpr const char* kDefaultTextColumn = "text";
+// The most memory one reader holds at once (one row group's text column: the compressed pages, the
+// decompressed ones and the strings). Real corpus files have row groups of a few to a few hundred MB.
+inline constexpr uint64_t kDefaultParquetMemoryBudget = uint64_t{2} << 30;
 
 // True when this build reads Parquet.
 bool parquet_supported();
@@ -25,10 +29,14 @@ bool is_parquet_file(const std::filesystem::path& path);
 class ParquetTextReader {
  public:
   // Opens a file and checks the column (it exists, is a top-level string column).
-  ParquetTextReader(const std::filesystem::path& path, const std::string& column = kDefaultTextColumn);
+  // `memory_budget`: the most bytes Arrow may hold for this reader; a row group that needs more is
+  // an error naming it.
+  ParquetTextReader(const std::filesystem::path& path, const std::string& column = kDefaultTextColumn,
+                    uint64_t memory_budget = kDefaultParquetMemoryBudget);
   // The same from bytes in memory (the fuzzer); `name` stands for the file in messages.
   static ParquetTextReader from_bytes(std::string bytes, const std::string& name,
-                                      const std::string& column = kDefaultTextColumn);
+                                      const std::string& column = kDefaultTextColumn,
+                                      uint64_t memory_budget = kDefaultParquetMemoryBudget);
   ~ParquetTextReader();
   ParquetTextReader(ParquetTextReader&&) noexcept;
   ParquetTextReader& operator=(ParquetTextReader&&) noexcept;

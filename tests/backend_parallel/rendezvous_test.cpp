@@ -1,6 +1,12 @@
 // The id rendezvous, with every rank a thread of this process: through a file and over TCP on
-// localhost. Every rank must end with rank 0's bytes.
+// localhost. Every rank must end with rank 0's bytes; a rank left alone (no rank 0 to reach, or no
+// rank reaching rank 0) stops with an error naming the address within the timeout, not a hang.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <filesystem>
 #include <future>
@@ -69,6 +75,62 @@ TEST(Rendezvous, WaitingForAMissingFileTimesOut) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("never-written"), std::string::npos) << e.what();
   }
+}
+
+// A port nobody listens on: bound by the kernel's choice, then closed.
+int unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Runs `exchange` expecting a ct::Error; returns its message and checks it came within `limit` s.
+template <typename Exchange>
+std::string error_within(double limit, Exchange&& exchange) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    exchange();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), limit) << message;
+  return message;
+}
+
+TEST(Rendezvous, ARankThatCannotReachRankZeroSaysSoWithinTheTimeout) {
+  LaunchEnvironment env;
+  env.world_size = 2;
+  env.rank = 1;
+  env.master_addr = "127.0.0.1";
+  env.master_port = unused_port();
+  env.timeout_seconds = 0.5;
+  const std::string message = error_within(10, [&] { exchange_id(env, id_bytes(2)); });
+  EXPECT_NE(message.find("rank 1 could not get the id from 127.0.0.1:" + std::to_string(env.master_port) +
+                         " (MASTER_ADDR:MASTER_PORT) within 0.5 s"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Rendezvous, RankZeroThatNoRankReachesSaysSoWithinTheTimeout) {
+  LaunchEnvironment env;
+  env.world_size = 3;
+  env.rank = 0;
+  env.master_addr = "127.0.0.1";
+  env.master_port = unused_port();
+  env.timeout_seconds = 0.5;  // a fractional timeout: once read as "no timeout", so this waited forever
+  const std::string message = error_within(10, [&] { exchange_id(env, id_bytes(1)); });
+  EXPECT_NE(message.find("rank 0 waited 0.5 s for rank connections on port " + std::to_string(env.master_port) +
+                         " and got 0 of 2"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

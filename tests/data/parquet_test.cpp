@@ -219,6 +219,47 @@ TEST(Parquet, CorruptFilesAndWrongColumnsAreErrorsNamingTheFile) {
   EXPECT_THAT(error, HasSubstr((dir / "nulls.parquet").string() + ": row 2: column \"text\" is null"));
 }
 
+// A row group that needs more memory than the reader's budget is an error naming it, whether the
+// footer says so (checked before reading) or only a page header claims it (a forged header: a
+// 74 KB file whose page declares 128 MiB, refused by the reader's pool instead of allocated).
+TEST(Parquet, ARowGroupBeyondTheMemoryBudgetIsAnErrorNotAnAllocation) {
+  REQUIRE_PARQUET();
+  TempDir dir;
+  const fs::path forged = dir / "forged.parquet";
+  auto result = test::run_command(pyarrow_python() + " " + fixtures_script() + " write-forged '" + forged.string() + "'");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_LT(fs::file_size(forged), uint64_t{1} << 20);
+
+  const uint64_t budget = uint64_t{64} << 20;
+  std::string error = test::error_of([&] {
+    ParquetTextReader reader(forged, "text", budget);
+    read_all(reader);
+  });
+  EXPECT_THAT(error, HasSubstr(forged.string() + ": row group 0 (rows from 1): needs more than the reader's " +
+                              std::to_string(budget) + "-byte memory budget"));
+  EXPECT_THAT(error, HasSubstr("was refused"));
+  // Under the default budget the claim is allocated, and the page still does not decompress to it.
+  error = test::error_of([&] {
+    ParquetTextReader reader(forged);
+    read_all(reader);
+  });
+  EXPECT_THAT(error, HasSubstr(forged.string() + ": row group 0"));
+
+  // An honest file whose row group is larger than the budget: refused from the footer, before reading.
+  const fs::path honest = write_parquet(dir / "honest.parquet", sample_texts(400), "--compression zstd");
+  error = test::error_of([&] {
+    ParquetTextReader reader(honest, "text", 16384);
+    read_all(reader);
+  });
+  EXPECT_THAT(error, HasSubstr(honest.string() + ": row group 0 (rows from 1): column \"text\" declares "));
+  EXPECT_THAT(error, HasSubstr("bytes uncompressed, more than the reader's 16384-byte memory budget"));
+  ParquetTextReader reader(honest);
+  EXPECT_EQ(read_all(reader), sample_texts(400));
+  // A budget too small for the footer itself is the same error, at opening.
+  error = test::error_of([&] { ParquetTextReader tiny(honest, "text", 64); });
+  EXPECT_THAT(error, HasSubstr(honest.string() + ": not a readable Parquet file: needs more than the reader's 64-byte"));
+}
+
 // The same documents as JSONL (data_test_support's writer) and as Parquet, split over the same
 // files: `data prepare` writes byte-identical shards.
 void write_both(const fs::path& jsonl_root, const fs::path& parquet_root, const std::vector<std::string>& corpus,
