@@ -176,7 +176,6 @@ void SharedPrefixEvaluator::evaluate(const std::vector<SharedPrefixGroup>& group
 
   Backend& be = model_.backend();
   be.upload(view(acts_->tokens, {n}), host_tokens.data(), DType::i32);
-  model_.refresh_compute_weights();  // the matmul copies of the weights, when the backend wants them
   PrefixGroups positions(*this, groups);
   model_.trunk_forward(*acts_, n, positions);
   const Tensor xf = view(acts_->xf, {n, C});
