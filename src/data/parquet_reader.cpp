@@ -144,6 +144,7 @@ struct ParquetTextReader::Impl {
   bool load_next_group() {
     if (next_group >= reader->num_row_groups()) return false;
     const int group = next_group++;
+    texts.reset();  // the previous group's strings (all read by now) leave the budget before the next group
     std::shared_ptr<arrow::Table> table;
     const std::string what = str("row group ", group, " (rows from ", row + 1, ")");
     int64_t compressed = 0;

@@ -260,6 +260,36 @@ TEST(Parquet, ARowGroupBeyondTheMemoryBudgetIsAnErrorNotAnAllocation) {
   EXPECT_THAT(error, HasSubstr(honest.string() + ": not a readable Parquet file: needs more than the reader's 64-byte"));
 }
 
+// The smallest memory budget (to 1%) under which `path` reads to the end.
+uint64_t smallest_budget(const fs::path& path) {
+  uint64_t fails = 1024, reads = uint64_t{256} << 20;
+  while (reads - fails > reads / 100) {
+    const uint64_t mid = fails + (reads - fails) / 2;
+    try {
+      ParquetTextReader reader(path, "text", mid);
+      read_all(reader);
+      reads = mid;
+    } catch (const Error&) {
+      fails = mid;
+    }
+  }
+  return reads;
+}
+
+// Memory holds one row group, not every group read so far: a file of two row groups, each the
+// whole of a one-group file, reads within (nearly) the same budget as that file.
+TEST(Parquet, TheBudgetHoldsOneRowGroupAtATime) {
+  REQUIRE_PARQUET();
+  TempDir dir;
+  const auto texts = sample_texts(2000);
+  auto twice = texts;
+  twice.insert(twice.end(), texts.begin(), texts.end());
+  const fs::path one = write_parquet(dir / "one.parquet", texts, "--row-group-size 2000");
+  const fs::path two = write_parquet(dir / "two.parquet", twice, "--row-group-size 2000");
+  const uint64_t for_one = smallest_budget(one), for_two = smallest_budget(two);
+  EXPECT_LT(static_cast<double>(for_two), 1.1 * static_cast<double>(for_one)) << for_one << " " << for_two;
+}
+
 // The same documents as JSONL (data_test_support's writer) and as Parquet, split over the same
 // files: `data prepare` writes byte-identical shards.
 void write_both(const fs::path& jsonl_root, const fs::path& parquet_root, const std::vector<std::string>& corpus,
