@@ -102,10 +102,17 @@ struct ParquetTextReader::Impl {
   int64_t row = 0;
   uint64_t consumed = 0;
 
-  // Arrow reports through Status or by throwing ParquetException; both become ct::Error naming the file.
+  // Arrow reports through Status or by throwing ParquetException; both become ct::Error naming the file,
+  // and a failure after the pool refused a request is the budget's error, whatever Arrow made of it.
   void ok(const arrow::Status& status, const std::string& what) const {
-    if (!status.ok() && pool.refused() > 0) over_budget(what);
-    check(status.ok(), name, ": ", what, ": ", status.ToString());
+    if (!status.ok()) arrow_failed(what, status.ToString());
+  }
+  [[noreturn]] void arrow_failed(const std::string& what, const std::string& message) const {
+    if (pool.refused() > 0)
+      fail(name, ": ", what, ": needs more than the reader's ", pool.budget(), "-byte memory budget (a request for ",
+           pool.refused(), " bytes was refused; a page header may claim more than the file holds, or a row group ",
+           "is too big: ", kParquetBudgetAdvice, ")");
+    fail(name, ": ", what, ": ", message);
   }
 
   void open(std::shared_ptr<arrow::io::RandomAccessFile> file) {
@@ -123,8 +130,7 @@ struct ParquetTextReader::Impl {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      if (pool.refused() > 0) over_budget("not a readable Parquet file");
-      fail(name, ": not a readable Parquet file: ", e.what());
+      arrow_failed("not a readable Parquet file", e.what());
     }
     metadata = reader->parquet_reader()->metadata();
     const parquet::SchemaDescriptor* schema = metadata->schema();
@@ -162,20 +168,13 @@ struct ParquetTextReader::Impl {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      if (pool.refused() > 0) over_budget(what);
-      fail(name, ": ", what, ": ", e.what());
+      arrow_failed(what, e.what());
     }
     texts = table->column(0);
     chunk = 0;
     in_chunk = 0;
     consumed += static_cast<uint64_t>(std::max<int64_t>(compressed, 0));
     return true;
-  }
-
-  [[noreturn]] void over_budget(const std::string& what) const {
-    fail(name, ": ", what, ": needs more than the reader's ", pool.budget(), "-byte memory budget (a request for ",
-         pool.refused(), " bytes was refused; a page header may claim more than the file holds, or a row group ",
-         "is too big: ", kParquetBudgetAdvice, ")");
   }
 
   template <typename Array>

@@ -94,9 +94,9 @@ std::vector<uint8_t> serve(const LaunchEnvironment& env, const std::vector<uint8
   check(::bind(listener.fd(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0,
         "rendezvous: rank 0 cannot listen on port ", env.master_port, " (MASTER_PORT): ", std::strerror(errno));
   check(::listen(listener.fd(), 128) == 0, "rendezvous: listen: ", std::strerror(errno));
-  // Whole seconds and microseconds: a fractional timeout truncated to {0, 0} would mean "wait forever".
-  const auto micros = static_cast<int64_t>(env.timeout_seconds * 1e6);
-  timeval timeout{static_cast<time_t>(micros / 1000000), static_cast<suseconds_t>(std::max<int64_t>(micros % 1000000, 1))};
+  // Seconds and microseconds, at least 1 us: a timeout truncated to {0, 0} would mean "wait forever".
+  const int64_t micros = std::max<int64_t>(static_cast<int64_t>(env.timeout_seconds * 1e6), 1);
+  timeval timeout{static_cast<time_t>(micros / 1000000), static_cast<suseconds_t>(micros % 1000000)};
   ::setsockopt(listener.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   for (int served = 1; served < env.world_size; ++served) {
     Socket peer(::accept(listener.fd(), nullptr, nullptr));
