@@ -84,7 +84,7 @@ TEST(CpuPeak, FlopPerCycleFollowsTheVendorsTables) {
 TEST(CpuPeak, TheMeasuredClockIsAClock) {
   const double hz = measure_clock_hz();
   EXPECT_GT(hz, 0.5e9);
-  EXPECT_LT(hz, 8e9);
+  EXPECT_LT(hz, 6.5e9);  // no x86 core runs faster (an immediate-add chain gave 23 GHz on Sapphire Rapids)
 }
 
 // The point of a theoretical peak: no measured rate may pass it. The backend's own GEMM probe, in
