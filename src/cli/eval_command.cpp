@@ -22,6 +22,7 @@ struct BpbArgs {
   int64_t tokens = 0;
   int64_t batch_tokens = 16384;
   bool json = false;
+  bool per_document = false;
   BackendArgs backend;
 };
 
@@ -73,6 +74,12 @@ void run_bpb(const BpbArgs& args) {
                 result.bpb, static_cast<long long>(result.targets), static_cast<long long>(result.bytes),
                 static_cast<long long>(result.rows), static_cast<long long>(result.sequence_len), result.seconds,
                 flops_per_second / 1e9, backend->device_description().c_str());
+    if (args.per_document) {
+      std::printf("%9s %10s %7s  %s\n", "val_bpb", "bytes", "share", "document");
+      for (const BpbPart& part : result.documents)
+        std::printf("%9.4f %10lld %6.1f%%  %s\n", part.bpb(), static_cast<long long>(part.bytes),
+                    100.0 * part.nats / result.nats, part.name.c_str());
+    }
   }
 }
 
@@ -148,6 +155,8 @@ void add_eval_command(CLI::App& app) {
   b->add_option("--data", bpb.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   b->add_option("--out", bpb.out, "Also write the result as JSON to this file");
   b->add_flag("--json", bpb.json, "Print JSON instead of a line of text");
+  b->add_flag("--per-document", bpb.per_document,
+              "Also print each document's val_bpb, bytes and share of the nats (the JSON always has them)");
   add_backend_options(b, bpb.backend);
   b->callback([] { run_bpb(bpb); });
 

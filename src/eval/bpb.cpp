@@ -12,16 +12,24 @@
 
 namespace ct {
 
-std::vector<std::string> read_documents(const std::filesystem::path& dir_or_file) {
+std::vector<std::string> read_documents(const std::filesystem::path& dir_or_file, std::vector<std::string>* names) {
   CorpusReader reader(list_corpus_files(dir_or_file));
   std::vector<std::string> texts;
+  if (names) names->clear();
   Document doc;
-  while (reader.next(doc)) texts.push_back(std::move(doc.text));
+  while (reader.next(doc)) {
+    texts.push_back(std::move(doc.text));
+    if (!names) continue;
+    const auto id = doc.metadata.find("id");
+    names->push_back(id != doc.metadata.end() && id->is_string() ? id->get<std::string>()
+                                                                 : str(doc.origin, ":", doc.line));
+  }
   check(!texts.empty(), dir_or_file.string(), ": no documents");
   return texts;
 }
 
-std::vector<int32_t> tokenize_documents(const std::vector<std::string>& documents, const TextEncoder& encoder) {
+std::vector<int32_t> tokenize_documents(const std::vector<std::string>& documents, const TextEncoder& encoder,
+                                        std::vector<int64_t>* starts) {
   std::vector<std::vector<int32_t>> per_doc(documents.size());
   std::exception_ptr error;
   std::mutex error_mutex;
@@ -40,8 +48,16 @@ std::vector<int32_t> tokenize_documents(const std::vector<std::string>& document
   size_t total = 0;
   for (const auto& d : per_doc) total += d.size();
   stream.reserve(total);
-  for (const auto& d : per_doc) stream.insert(stream.end(), d.begin(), d.end());
+  if (starts) starts->clear();
+  for (const auto& d : per_doc) {
+    if (starts) starts->push_back(static_cast<int64_t>(stream.size()));
+    stream.insert(stream.end(), d.begin(), d.end());
+  }
   return stream;
+}
+
+double BpbPart::bpb() const {
+  return bytes > 0 ? nats / (std::numbers::ln2 * static_cast<double>(bytes)) : std::nan("");
 }
 
 BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vector<int32_t>& token_bytes,
@@ -63,6 +79,12 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
   const int64_t total_targets = n - 1;
   const int64_t rows = (total_targets + T - 1) / T;
   const int64_t per_call = std::max<int64_t>(1, options.rows_per_call);
+  const auto& starts = options.document_starts;
+  for (size_t d = 0; d < starts.size(); ++d)
+    check(starts[d] >= 0 && (d == 0 ? starts[d] == 0 : starts[d] > starts[d - 1]),
+          "val_bpb: document start ", d, " (", starts[d], ") is not after the previous one (the first must be 0)");
+  std::vector<BpbPart> parts(starts.size());
+  for (size_t d = 0; d < parts.size(); ++d) parts[d].document = static_cast<int64_t>(d);
 
   for (int64_t first = 0; first < rows; first += per_call) {
     const int64_t last = std::min(rows, first + per_call);
@@ -79,13 +101,21 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
       const auto& row = batch[b];
       check(scores[b].loss.size() == row.size() - 1, "val_bpb: the scorer returned ", scores[b].loss.size(),
             " losses for a row of ", row.size(), " tokens");
+      const int64_t row_begin = (first + static_cast<int64_t>(b)) * T;
       for (size_t i = 0; i + 1 < row.size(); ++i) {
         const int32_t bytes = token_bytes[row[i + 1]];
         result.targets += 1;
         if (bytes <= 0) continue;
-        result.nats += static_cast<double>(scores[b].loss[i]);
+        const double nats = static_cast<double>(scores[b].loss[i]);
+        result.nats += nats;
         result.bytes += bytes;
         result.counted_targets += 1;
+        if (parts.empty()) continue;
+        const int64_t position = row_begin + static_cast<int64_t>(i) + 1;  // the target's place in the stream
+        BpbPart& part = parts[std::upper_bound(starts.begin(), starts.end(), position) - starts.begin() - 1];
+        part.nats += nats;
+        part.bytes += bytes;
+        part.counted_targets += 1;
       }
     }
     result.rows += static_cast<int64_t>(batch.size());
@@ -93,6 +123,8 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
   }
   check(result.bytes > 0, "val_bpb: no target with a byte length (only special tokens?)");
   result.bpb = result.nats / (std::numbers::ln2 * static_cast<double>(result.bytes));
+  for (BpbPart& part : parts)
+    if (part.counted_targets > 0) result.documents.push_back(std::move(part));
   result.seconds = watch.seconds();
   return result;
 }

@@ -31,12 +31,15 @@ BpbResult evaluate_checkpoint_bpb(EvalCheckpoint& checkpoint, const std::filesys
   auto encoder = tokenizer_encoder(checkpoint.tokenizer);
   if (guard)
     for (const auto& f : list_corpus_files(val_dir)) guard->admit(f);
-  const auto stream = tokenize_documents(read_documents(val_dir), *encoder);
-  GptSequenceScorer scorer(*checkpoint.model, batch_tokens);
+  std::vector<std::string> names;
   BpbOptions opt = options;
+  const auto stream = tokenize_documents(read_documents(val_dir, &names), *encoder, &opt.document_starts);
+  GptSequenceScorer scorer(*checkpoint.model, batch_tokens);
   const int64_t T = opt.sequence_len > 0 ? opt.sequence_len : checkpoint.model->config().sequence_len;
   opt.rows_per_call = std::max<int64_t>(1, batch_tokens / T);
-  return evaluate_bpb(stream, checkpoint.tokenizer.token_bytes(), scorer, opt);
+  BpbResult result = evaluate_bpb(stream, checkpoint.tokenizer.token_bytes(), scorer, opt);
+  for (BpbPart& part : result.documents) part.name = names[part.document];
+  return result;
 }
 
 void allow_evaluator_reads(ReadGuard& guard, const std::vector<std::filesystem::path>& roots) {
@@ -53,6 +56,19 @@ OrderedJson bpb_result_json(const BpbResult& r) {
   j["rows"] = r.rows;
   j["sequence_len"] = r.sequence_len;
   j["seconds"] = r.seconds;
+  // Each document's share (docs/formats.md): where a score comes from, e.g. one long document unlike
+  // the training text.
+  OrderedJson documents = OrderedJson::array();
+  for (const BpbPart& part : r.documents) {
+    OrderedJson d;
+    d["name"] = part.name;
+    d["bpb"] = part.bpb();
+    d["nats"] = part.nats;
+    d["bytes"] = part.bytes;
+    d["counted_targets"] = part.counted_targets;
+    documents.push_back(std::move(d));
+  }
+  j["documents"] = std::move(documents);
   return j;
 }
 
