@@ -56,7 +56,7 @@ OrderedJson bpb_result_json(const BpbResult& r) {
   j["rows"] = r.rows;
   j["sequence_len"] = r.sequence_len;
   j["seconds"] = r.seconds;
-  // Each document's share (docs/formats.md): where a score comes from, e.g. one long document unlike
+  // Each document's share (docs/eval.md "val_bpb"): where a score comes from, e.g. one long document unlike
   // the training text.
   OrderedJson documents = OrderedJson::array();
   for (const BpbPart& part : r.documents) {

@@ -112,8 +112,9 @@ EvaluationOutcome run_evaluation_step(const EvaluationStep& step, std::ostream& 
                                            std::to_string(step.threads)};
   {
     const fs::path json_path = step.out_dir / "bpb.json";
+    // --per-document: the log shows where the score comes from (docs/eval.md).
     std::vector<std::string> argv = {step.binary.string(), "eval", "bpb", step.checkpoint_dir.string(), "--out",
-                                     json_path.string()};
+                                     json_path.string(), "--per-document"};
     argv.insert(argv.end(), common.begin(), common.end());
     double seconds = 0;
     bool timed_out = false;
