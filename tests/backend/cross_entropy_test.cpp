@@ -1,5 +1,7 @@
 // Softcapped cross-entropy: per-row losses and argmax against a naive reference, ignored targets,
 // ties, the backward pass by finite differences (also in place), f32 against f64.
+#include <cmath>
+
 #include "backend_test_support.h"
 #include "util/threads.h"
 
@@ -95,6 +97,26 @@ TEST(CrossEntropy, ArgmaxTakesTheFirstOfTies) {
   Values logits = {0, 1, 3, -2, 1, 3, 0, 50, 0, 0, 60, 0};
   CrossEntropyRun r = run_cross_entropy(DType::f64, logits, {0, 0}, vocab, 1.0, 1.0, false);
   EXPECT_EQ(r.argmax, (std::vector<int32_t>{2, 1}));
+}
+
+// The same rule in f32 over a row longer than one SIMD vector (the AVX-512 kernel keeps a largest
+// value and its index per lane): ties across lanes and within a lane, and a tie made by the cap.
+TEST(CrossEntropy, ArgmaxTakesTheFirstOfTiesAcrossAWideRow) {
+  const int64_t vocab = 100;
+  Values logits(3 * vocab, 0.0);
+  for (int64_t j = 0; j < vocab; ++j) logits[j] = logits[vocab + j] = logits[2 * vocab + j] = 0.01 * (j % 7);
+  logits[35] = logits[20] = 3.0;              // row 0: lanes 3 and 4 of different vectors: 20 wins
+  logits[vocab + 36] = logits[vocab + 20] = logits[vocab + 99] = 3.0;  // row 1: 20 and 36 share lane 4
+  logits[2 * vocab + 70] = 80.0;              // row 2: both cap to exactly 1 at cap 1: 61 first
+  logits[2 * vocab + 61] = 60.0;
+  CrossEntropyRun r = run_cross_entropy(DType::f32, logits, {0, 0, 0}, vocab, 1.0, 1.0, false);
+  EXPECT_EQ(r.argmax, (std::vector<int32_t>{20, 20, 61}));
+  CrossEntropyRun r64 = run_cross_entropy(DType::f64, logits, {0, 0, 0}, vocab, 1.0, 1.0, false);
+  EXPECT_EQ(r64.argmax, r.argmax);
+  EXPECT_LT(relative_error(r.losses, r64.losses), 1e-5);  // saturated logits give finite losses
+  // A NaN logit still makes its row's loss NaN (the saturation must not hide it).
+  logits[2 * vocab + 5] = std::nan("");
+  EXPECT_TRUE(std::isnan(run_cross_entropy(DType::f32, logits, {0, 0, 0}, vocab, 1.0, 1.0, false).losses[2]));
 }
 
 TEST(CrossEntropy, ArgmaxIsOptionalAndLossesMayBeF32) {

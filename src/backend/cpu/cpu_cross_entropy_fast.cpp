@@ -45,9 +45,13 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logit
     const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
     const int64_t full = vocab / 16 * 16;
     const __mmask16 tail = simd::tail_mask(vocab - full);
-    // th = tanh(logit / cap) and e = exp(cap th - cap), for 16 logits
+    // th = tanh(logit / cap) and e = exp(cap th - cap), for 16 logits. 2y is clamped to [-30, 30],
+    // where th is already exactly -1 or 1 in f32 (the same bits as unclamped), so that exp(2y) never
+    // overflows: 1 / inf's Newton step would make th NaN for logits past ~44 cap.
+    const __m512 max_2y = _mm512_set1_ps(30.0f), min_2y = _mm512_set1_ps(-30.0f);
     auto tanh_and_exp = [&](__m512 logit, __m512& th_v) {
-      const __m512 t = simd::exp(_mm512_mul_ps(logit, two_over_cap));
+      // (a NaN stays NaN: min/max return their second operand when either is NaN)
+      const __m512 t = simd::exp(_mm512_min_ps(max_2y, _mm512_max_ps(min_2y, _mm512_mul_ps(logit, two_over_cap))));
       th_v = _mm512_fnmadd_ps(two, reciprocal(_mm512_add_ps(t, one)), one);
       return simd::exp(_mm512_fmsub_ps(cap_v, th_v, cap_v));
     };
@@ -65,39 +69,49 @@ void fused_rows(float* losses, int32_t* argmax, void* dlogits, const void* logit
       const int32_t target = targets[n];
       float sum = 0.0f;
       if (target >= 0 || argmax) {
-        // pass 1 (reads the whole row, so that dlogits may alias it)
+        // pass 1 (reads the whole row, so that dlogits may alias it). e is kept only for pass 2.
+        // The argmax is the first index of the largest z = cap th (z is increasing in th): each lane
+        // keeps its largest th and, by a strict comparison over increasing indices, that value's first
+        // index; the row's is the smallest index among the lanes that hold the largest value.
         __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+        __m512 best = _mm512_set1_ps(-INFINITY);
+        __m512i best_index = _mm512_setzero_si512();
+        const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        auto keep = [&](int64_t at, __m512 th_v, __m512 e_v, __mmask16 mask) {
+          _mm512_mask_storeu_ps(th + at, mask, th_v);
+          if constexpr (kGradient) _mm512_mask_storeu_ps(e + at, mask, e_v);
+          if (!argmax) return;
+          const __mmask16 larger = _mm512_mask_cmp_ps_mask(mask, th_v, best, _CMP_GT_OQ);
+          best = _mm512_mask_mov_ps(best, larger, th_v);
+          best_index = _mm512_mask_mov_epi32(best_index, larger,
+                                             _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(at))));
+        };
         int64_t j = 0;
         for (; j + 32 <= full; j += 32) {
           __m512 th0, th1;
           const __m512 e0 = tanh_and_exp(load(j), th0);
           const __m512 e1 = tanh_and_exp(load(j + 16), th1);
-          _mm512_storeu_ps(e + j, e0);
-          _mm512_storeu_ps(e + j + 16, e1);
-          _mm512_storeu_ps(th + j, th0);
-          _mm512_storeu_ps(th + j + 16, th1);
+          keep(j, th0, e0, 0xffff);
+          keep(j + 16, th1, e1, 0xffff);
           sum0 = _mm512_add_ps(sum0, e0);
           sum1 = _mm512_add_ps(sum1, e1);
         }
         for (; j < full; j += 16) {
           __m512 th0;
           const __m512 e0 = tanh_and_exp(load(j), th0);
-          _mm512_storeu_ps(e + j, e0);
-          _mm512_storeu_ps(th + j, th0);
+          keep(j, th0, e0, 0xffff);
           sum0 = _mm512_add_ps(sum0, e0);
         }
         if (tail) {
           __m512 th0;
           const __m512 e0 = tanh_and_exp(load_tail(tail, j), th0);
-          _mm512_mask_storeu_ps(e + j, tail, e0);
-          _mm512_mask_storeu_ps(th + j, tail, th0);
+          keep(j, th0, e0, tail);
           sum0 = _mm512_add_ps(sum0, _mm512_maskz_mov_ps(tail, e0));
         }
         sum = _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
-        if (argmax) {  // the first index of the largest z = cap th (z is increasing in th)
-          float best = th[0];
-          for (int64_t i = 1; i < vocab; ++i) best = th[i] > best ? th[i] : best;
-          argmax[n] = static_cast<int32_t>(std::find(th, th + vocab, best) - th);
+        if (argmax) {
+          const __mmask16 holders = _mm512_cmp_ps_mask(best, _mm512_set1_ps(_mm512_reduce_max_ps(best)), _CMP_EQ_OQ);
+          argmax[n] = _mm512_mask_reduce_min_epi32(holders, best_index);
         }
       }
       if (target < 0) {
