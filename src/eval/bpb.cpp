@@ -56,9 +56,13 @@ std::vector<int32_t> tokenize_documents(const std::vector<std::string>& document
   return stream;
 }
 
-double BpbPart::bpb() const {
-  return bytes > 0 ? nats / (std::numbers::ln2 * static_cast<double>(bytes)) : std::nan("");
-}
+namespace {
+
+double bits_per_byte(double nats, int64_t bytes) { return nats / (std::numbers::ln2 * static_cast<double>(bytes)); }
+
+}  // namespace
+
+double BpbPart::bpb() const { return bytes > 0 ? bits_per_byte(nats, bytes) : std::nan(""); }
 
 BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vector<int32_t>& token_bytes,
                        SequenceScorer& scorer, const BpbOptions& options) {
@@ -122,7 +126,7 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
     if (options.progress) options.progress(result.targets, total_targets);
   }
   check(result.bytes > 0, "val_bpb: no target with a byte length (only special tokens?)");
-  result.bpb = result.nats / (std::numbers::ln2 * static_cast<double>(result.bytes));
+  result.bpb = bits_per_byte(result.nats, result.bytes);
   for (BpbPart& part : parts)
     if (part.counted_targets > 0) result.documents.push_back(std::move(part));
   result.seconds = watch.seconds();
