@@ -78,6 +78,15 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   // Bytes = the UTF-8 bytes of the three documents (BOS targets count nothing).
   const int64_t text_bytes = 45 + 300 + std::string("Caf\xC3\xA9 au lait, s'il vous pla\xC3\xAEt.\n\nSecond paragraph 12345.").size() + 5;
   EXPECT_EQ(lib.bytes, text_bytes);
+  // Each document's part, named by its id; the parts add up to the whole.
+  ASSERT_EQ(j["documents"].size(), 3u) << j.dump();
+  int64_t part_bytes = 0;
+  for (size_t d = 0; d < 3; ++d) {
+    EXPECT_EQ(j["documents"][d]["name"], std::string(1, static_cast<char>('a' + d)));
+    part_bytes += j["documents"][d]["bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(part_bytes, j["bytes"].get<int64_t>());
+  EXPECT_EQ(j["documents"][2]["bytes"].get<int64_t>(), 5);  // "short"
   auto capped = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() +
                                   " --backend cpu --tokens 50 --json");
   ASSERT_EQ(capped.exit_code, 0) << capped.output;
@@ -85,6 +94,12 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   auto text = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() + " --backend cpu");
   EXPECT_NE(text.output.find("val_bpb "), std::string::npos) << text.output;
   EXPECT_NE(text.output.find(" model GFLOP/s, on "), std::string::npos) << text.output;
+  EXPECT_EQ(text.output.find("  document\n"), std::string::npos) << text.output;  // the table only when asked
+  auto table = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() +
+                                 " --backend cpu --per-document");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("share  document\n"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("%  c\n"), std::string::npos) << table.output;
   // Output into a pipe (a log, `clocktrain run`): a progress line per tenth, one row per call here.
   auto logged = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() +
                                   " --backend cpu --batch-tokens 64");

@@ -33,6 +33,8 @@ TEST(Run, NormalRunPassesEveryCheckAndTheSecondRunReusesThePreparedData) {
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("data: preparing"), std::string::npos) << first.output;
   EXPECT_NE(first.output.find("gate: eligible"), std::string::npos) << first.output;
+  // The trusted evaluation's log line is followed by each validation document's val_bpb.
+  EXPECT_NE(first.output.find("share  document\n"), std::string::npos) << first.output;
 
   const RunResult r = read_result_file(tmp / "run1");  // validates every field and the gate's consistency
   EXPECT_TRUE(r.gate.eligible);
