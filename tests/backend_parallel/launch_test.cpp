@@ -45,6 +45,24 @@ TEST(LaunchEnvironment, TorchrunVariables) {
   EXPECT_EQ(env.master_addr, "node0");
   EXPECT_EQ(env.master_port, 29500);
   EXPECT_TRUE(env.distributed());
+  EXPECT_FALSE(env.torchrun_agent_store);  // set by hand: rank 0 listens at MASTER_PORT
+}
+
+// What torchrun (PyTorch 2.x) sets for its workers: its agent's store holds MASTER_PORT.
+TEST(LaunchEnvironment, TorchrunsAgentStoreAndRestartCount) {
+  LaunchEnvironment env = parse({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "localhost"},
+                                 {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                 {"TORCHELASTIC_RESTART_COUNT", "3"}});
+  EXPECT_TRUE(env.torchrun_agent_store);
+  EXPECT_EQ(env.restart_count, 3);
+  EXPECT_FALSE(parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}}).torchrun_agent_store);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_USE_AGENT_STORE", "yes"}})
+                .find("TORCHELASTIC_USE_AGENT_STORE='yes' is neither True nor False"),
+            std::string::npos);
+  // Only torchrun's own variables count: under mpirun the agent store means nothing.
+  EXPECT_FALSE(parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"},
+                      {"TORCHELASTIC_USE_AGENT_STORE", "True"}})
+                   .torchrun_agent_store);
 }
 
 TEST(LaunchEnvironment, OpenMpiAndSlurmVariables) {

@@ -14,6 +14,7 @@ TEST(Environment, RecordsWhatAffectsARun) {
                            "LD_PRELOAD", "ASAN_OPTIONS", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX",
                            // the launchers' rank layout: torchrun, Open MPI, Slurm
                            "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                           "TORCHELASTIC_USE_AGENT_STORE",  // where NCCL's id is exchanged
                            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"})
     EXPECT_TRUE(affects_run(name)) << name;
   // ... but not their per-launch identifiers

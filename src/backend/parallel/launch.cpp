@@ -77,6 +77,16 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
     check(env.master_port > 0 && env.master_port < 65536, "launch environment: MASTER_PORT=", env.master_port,
           " is not a TCP port");
   }
+  if (env.launcher == "torchrun") {
+    if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE")) {
+      const std::string value(agent);
+      check(value == "True" || value == "False", "launch environment: TORCHELASTIC_USE_AGENT_STORE='", value,
+            "' is neither True nor False");
+      env.torchrun_agent_store = value == "True";
+    }
+    if (const char* restarts = lookup("TORCHELASTIC_RESTART_COUNT"))
+      env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", restarts);
+  }
   if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
     env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
   // Under mpirun with MPI in the build, NCCL's id travels by MPI_Bcast (rendezvous.h).

@@ -7,8 +7,9 @@
 // The first family present wins, in that order; none means one process. CPU processes train
 // together under mpirun only (process_group.h). With more than one GPU process the NCCL unique id
 // travels by MPI under mpirun (when the build has MPI); otherwise through CLOCKTRAIN_NCCL_ID_FILE (a
-// fresh path on a file system every process sees) or, without it, over TCP from rank 0 at
-// MASTER_ADDR:MASTER_PORT (torchrun-style launches have no library to carry it: rendezvous.h).
+// fresh path on a file system every process sees) or, without it, through torchrun's store at
+// MASTER_ADDR:MASTER_PORT (under torchrun) or over TCP from rank 0 listening there (the same
+// variables set by hand): rendezvous.h.
 #include <functional>
 #include <string>
 
@@ -20,6 +21,10 @@ struct LaunchEnvironment {
   std::string id_file;              // CLOCKTRAIN_NCCL_ID_FILE
   std::string master_addr;          // MASTER_ADDR
   int master_port = 0;              // MASTER_PORT
+  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent serves a key-value store at
+  // MASTER_ADDR:MASTER_PORT (torchrun_store.h), so the id goes through it and rank 0 does not listen.
+  bool torchrun_agent_store = false;
+  int restart_count = 0;            // TORCHELASTIC_RESTART_COUNT: how often torchrun restarted the workers
   double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait for rank 0's id
   bool distributed() const { return world_size > 1; }
   bool id_travels_by_mpi() const;  // mpirun, and this build has MPI
