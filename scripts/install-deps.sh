@@ -12,7 +12,8 @@
 # GEMM library that competes with OpenBLAS (loaded at run time, src/backend/cpu/gemm_library.h).
 # ocl-icd-opencl-dev: Debian's oneDNN CMake config (built with its OpenCL GPU runtime) requires
 # OpenCL, which libdnnl-dev only recommends. libopenmpi-dev and openmpi-bin: Open MPI, the
-# collectives and the launcher (mpirun) of data-parallel CPU processes.
+# collectives and the launcher (mpirun) of data-parallel CPU processes; libgloo-dev: Gloo, their
+# collectives when torchrun starts them.
 # Tests: the system python3 with torch, regex, yaml, jinja2, numpy and scipy as independent
 # references; sentencepiece for the tokenizer bench; clang with its runtimes (libFuzzer, ASan, UBSan)
 # and OpenMP for fuzzing and the sanitizer build; zstd for test fixtures; python3-venv for the
@@ -22,7 +23,7 @@ set_name=${1:-all}
 build_packages=(
   build-essential cmake pkg-config git ca-certificates
   libopenblas-dev libopenblas0-openmp libblis4-openmp libdnnl-dev ocl-icd-opencl-dev
-  libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin
+  libzstd-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin libgloo-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libyaml-cpp-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

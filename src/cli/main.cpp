@@ -9,7 +9,7 @@
 
 namespace {
 
-// A data-parallel process that fails ends the whole job (MPI_Abort): the others would otherwise
+// A data-parallel process that fails ends the whole job (ProcessGroup::abort): the others would otherwise
 // wait in their next collective for a process that is gone.
 void stop_other_processes(int exit_code) {
   ct::ProcessGroup* group = ct::ProcessGroup::world_if_started();

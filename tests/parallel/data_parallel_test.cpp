@@ -1,6 +1,6 @@
-// Data-parallel training with real processes (mpirun, one thread each), against one process
-// training the same global batch (docs/parallel.md): the same losses, resume on the same process
-// count, a killed process stopping the job, and the start-up checks across processes.
+// Data-parallel training with real processes (mpirun or torchrun, one thread each), against one
+// process training the same global batch (docs/parallel.md): the same losses, resume on the same
+// process count, a killed process stopping the job, and the start-up checks across processes.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -37,6 +37,19 @@ bool have_mpirun() { return test::run_command("command -v mpirun").exit_code == 
 std::string mpirun(int n) {
   return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(n) +
          " --oversubscribe --bind-to none ";
+}
+
+// torchrun's launch, by tests/parallel/torchrun_standin.py (torchrun's variables and a store that
+// answers as torchrun's does; it leaves the other workers running when one fails), or by PyTorch 2's
+// own torchrun where bench/torch2_venv.sh installed it (CLOCKTRAIN_TORCHRUN names another).
+std::string torchrun_standin(int n) {
+  return test::python() + " " + (test::source_dir() / "tests" / "parallel" / "torchrun_standin.py").string() +
+         " --nproc_per_node " + std::to_string(n) + " --no-python ";
+}
+std::string installed_torchrun() {
+  if (const char* given = std::getenv("CLOCKTRAIN_TORCHRUN")) return given;
+  const fs::path venv = test::source_dir() / "build" / "torch2-venv" / "bin" / "torchrun";
+  return fs::exists(venv) ? venv.string() : "";
 }
 
 std::vector<double> train_losses(const fs::path& run) {
@@ -177,6 +190,78 @@ TEST_F(DataParallel, ShardedOptimizerTrainsAndResumesLikeTheUnshardedOne) {
   EXPECT_EQ(train_losses(split), train_losses(whole));
 }
 
+// torchrun's processes meet in torchrun's store and reduce over Gloo: the same bits as mpirun's
+// processes over MPI at every step (each element is a + b either way, scaled afterwards by the same
+// factor), so the comparison with one process above carries over.
+TEST_F(DataParallel, TorchrunProcessesTrainLikeMpirunOnes) {
+  test::TempDir dir;
+  std::vector<std::pair<std::string, std::string>> launchers = {{"stand-in", torchrun_standin(2)}};
+  if (const std::string real = installed_torchrun(); !real.empty())
+    launchers.emplace_back("torchrun", real + " --nproc_per_node 2 --no-python ");
+  else
+    std::printf("(PyTorch's torchrun is not installed: bench/torch2_venv.sh; only the stand-in runs)\n");
+  for (const std::string precision : {"f32", "auto"}) {
+    SCOPED_TRACE(precision);
+    write_file_atomic(dir / "tiny.toml",
+                      recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"" + precision + "\""}}));
+    const fs::path by_mpi = dir / ("mpi-" + precision);
+    auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 12 --out " + by_mpi.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& [name, launcher] : launchers) {
+      SCOPED_TRACE(name);
+      const fs::path by_gloo = dir / (name + "-" + precision);
+      r = test::run_command(launcher + train(dir / "tiny.toml") + " --steps 12 --out " + by_gloo.string());
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find("rank 0 of 2 (Gloo"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("clocktrain train:"), r.output.rfind("clocktrain train:")) << r.output;
+      EXPECT_EQ(train_losses(by_gloo), train_losses(by_mpi));
+      EXPECT_EQ(read_json_file(by_gloo / "train_summary.json")["device"]["world_size"], 2);
+    }
+  }
+}
+
+// Under torchrun a killed process closes its connections: the others' next all-reduce fails and they
+// stop by themselves (the stand-in launcher, unlike torchrun, does not stop them); the last
+// checkpoint resumes on two processes to the uninterrupted run's losses.
+TEST_F(DataParallel, UnderTorchrunAKilledProcessStopsTheOthersAndTheCheckpointResumes) {
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
+                                                             {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
+  const fs::path whole = dir / "whole", cut = dir / "cut";
+  auto r = test::run_command(torchrun_standin(2) + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string per_rank = "sh -c 'if [ \"$RANK\" = 1 ]; then export CLOCKTRAIN_KILL_AT=train_step.last_backward:6; "
+                               "fi; exec " + train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
+  const Stopwatch watch;
+  r = test::run_command(torchrun_standin(2) + per_rank);
+  EXPECT_LT(watch.seconds(), 60.0) << "rank 0 must stop, not hang";
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Gloo: all-reduce on rank 0 of 2 failed (a process of the job stopped or cannot be reached)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 0 ended with exit code 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 ended with signal 9"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
+  r = test::run_command(torchrun_standin(2) + train(dir / "tiny.toml") + " --steps 8 --resume " +
+                        (cut / "checkpoint").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(train_losses(cut), train_losses(whole));
+}
+
+// torchrun's variables set by hand: no store to meet in (torchrun's agent serves it), so CPU processes
+// are refused before anything is written.
+TEST_F(DataParallel, TorchrunVariablesWithoutTorchrunAreRefusedForCpuProcesses) {
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny"));
+  const auto r = test::run_command("RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 " +
+                                   train(dir / "tiny.toml") + " --steps 2 --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("meet in torchrun's store (TORCHELASTIC_USE_AGENT_STORE=True, which torchrun sets)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
 // Two "hosts": two network namespaces joined by a veth pair, each with a host name of its own (a
 // UTS namespace), one process in each; mpirun starts the remote one through an agent script (what
 // ssh does between machines) and the processes meet over TCP at 10.77.0.1 and 10.77.0.2, not over
@@ -246,15 +331,20 @@ TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
 // rank 0 prepares the data and the others reuse it, both train, rank 0 evaluates and writes one
 // result, and the gate's full_machine check counts both processes' threads against the cores the
 // two may run on together.
-TEST_F(DataParallel, RunOnTwoProcessesUsesBothAndWritesOneResult) {
+// The same under torchrun (the stand-in launcher): Gloo instead of MPI, nothing else changes.
+class RunOnTwoProcesses : public DataParallel, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(RunOnTwoProcesses, UsesBothAndWritesOneResult) {
   test::TempDir dir;
   const fs::path data = test::make_run_data(dir.path(), /*with_core=*/true);
   const fs::path recipe = test::write_run_recipe(dir / "toy.toml");
-  const auto r = test::run_command(mpirun(2) + test::clocktrain_bin() + " run " + recipe.string() + " --data " +
+  const std::string launcher = GetParam() == "mpirun" ? mpirun(2) : torchrun_standin(2);
+  const auto r = test::run_command(launcher + test::clocktrain_bin() + " run " + recipe.string() + " --data " +
                                    data.string() + " --cache " + (dir / "cache").string() + " --out " +
                                    (dir / "run").string() +
                                    " --shard-tokens 20000 --heldout-tokens 2000 --no-progress --threads 1 --round 2 "
                                    "--budget 2 --practice");
+  EXPECT_NE(r.output.find(GetParam() == "mpirun" ? "(Open MPI" : "(Gloo"), std::string::npos) << r.output;
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;  // 3: the gate failed (below)
   EXPECT_EQ(r.output.find("run: toy"), r.output.rfind("run: toy")) << "one process speaks\n" << r.output;
   const RunResult result = read_result_file(dir / "run");
@@ -271,6 +361,9 @@ TEST_F(DataParallel, RunOnTwoProcessesUsesBothAndWritesOneResult) {
   EXPECT_TRUE(result.core.has_value());
   EXPECT_EQ(read_json_file(dir / "run" / "train_summary.json")["device"]["world_size"], 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Launchers, RunOnTwoProcesses, ::testing::Values("mpirun", "torchrun"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST_F(DataParallel, ProcessesThatDisagreeStopBeforeWritingAnything) {
   test::TempDir dir;

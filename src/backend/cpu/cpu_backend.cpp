@@ -62,17 +62,14 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
       break;
   }
   peak_ = cpu_theoretical_peak(threads_);
-  // Several processes: mpirun's (process_group.h). Other launchers' variables mean GPU processes
-  // that meet through NCCL (launch.h); CPU processes cannot, so that is an error, not one process
-  // training alone on every rank's rows.
+  // Several processes: mpirun's (MPI) or torchrun's (Gloo): process_group.h. Other launchers (srun
+  // without mpirun) are an error there, not one process training alone on every rank's rows.
   const LaunchEnvironment launch = options.data_parallel ? launch_environment_from_process() : LaunchEnvironment();
   if (launch.distributed()) {
-    check(launch.launcher == "mpirun", "cpu backend: ", launch.world_size, " processes launched by ", launch.launcher,
-          ": CPU processes train together only under mpirun (`mpirun -np N clocktrain ...`, docs/parallel.md)");
     group_ = &ProcessGroup::world();
-    check(group_->size() == launch.world_size && group_->rank() == launch.rank, "cpu backend: MPI says rank ",
-          group_->rank(), " of ", group_->size(), ", the launcher's variables say ", launch.rank, " of ",
-          launch.world_size);
+    check(group_->size() == launch.world_size && group_->rank() == launch.rank, "cpu backend: ",
+          group_->library_version(), " says rank ", group_->rank(), " of ", group_->size(),
+          ", the launcher's variables say ", launch.rank, " of ", launch.world_size);
   }
 }
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "backend/parallel/process_group.h"
+#include "backend/parallel/collectives.h"
 #include "util/error.h"
 
 namespace ct {
@@ -97,7 +97,7 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
   return env;
 }
 
-bool LaunchEnvironment::id_travels_by_mpi() const { return launcher == "mpirun" && ProcessGroup::available(); }
+bool LaunchEnvironment::id_travels_by_mpi() const { return launcher == "mpirun" && mpi_in_build(); }
 
 LaunchEnvironment launch_environment_from_process() {
   return launch_environment([](const char* name) -> const char* {

@@ -5,11 +5,11 @@
 //   Open MPI:        OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK
 //   Slurm (srun):    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
 // The first family present wins, in that order; none means one process. CPU processes train
-// together under mpirun only (process_group.h). With more than one GPU process the NCCL unique id
-// travels by MPI under mpirun (when the build has MPI); otherwise through CLOCKTRAIN_NCCL_ID_FILE (a
-// fresh path on a file system every process sees) or, without it, through torchrun's store at
-// MASTER_ADDR:MASTER_PORT (under torchrun) or over TCP from rank 0 listening there (the same
-// variables set by hand): rendezvous.h.
+// together under mpirun (MPI) or torchrun (Gloo): process_group.h. With more than one GPU process
+// the NCCL unique id travels by MPI under mpirun (when the build has MPI); otherwise through
+// CLOCKTRAIN_NCCL_ID_FILE (a fresh path on a file system every process sees) or, without it,
+// through torchrun's store at MASTER_ADDR:MASTER_PORT (under torchrun) or over TCP from rank 0
+// listening there (the same variables set by hand): rendezvous.h.
 #include <functional>
 #include <string>
 

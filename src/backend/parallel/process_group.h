@@ -1,22 +1,19 @@
 #pragma once
-// The processes of one data-parallel job on the host, over Open MPI (launched by `mpirun -np N`):
-// the CPU backend's gradient all-reduce and broadcast, the trainer's small host reductions (losses,
-// the step's agreed clock), and how NCCL's unique id reaches every GPU process under mpirun.
+// The processes of one data-parallel job on the host: the CPU backend's gradient all-reduce and
+// broadcast, the trainer's small host reductions (losses, the step's agreed clock), and how NCCL's
+// unique id reaches every GPU process under mpirun. Over the launcher's library (collectives.h):
+// Open MPI under `mpirun -np N`, Gloo under `torchrun --nproc_per_node N`.
 //
-// Why MPI (docs/parallel.md): mpirun already starts the processes on one machine or many
+// Why these two (docs/parallel.md): mpirun already starts the processes on one machine or many
 // (`--host`), gives each its rank, carries the collectives over shared memory or TCP, and stops the
-// whole job when one process dies; Gloo (the other candidate in Debian) needs a key-value store to
-// meet, which Debian's build offers only as a shared file or Redis.
+// whole job when one process dies; torchrun's processes cannot form an MPI job, and meet instead in
+// torchrun's own store, which Gloo can use (as PyTorch's CPU backend does).
 //
-// Every reduction here gives the same bits on every process and on every run: a sum is reduced by
-// MPI_Reduce_scatter (each element summed by one process, in one order) and then gathered, rather
-// than by MPI_Allreduce, whose algorithms may add in a different order on different processes. With
-// two processes each element is a + b, which is exactly what one process adding the same two
-// micro-batches computes.
+// Every reduction gives the same bits on every process and on every run (collectives.h).
 //
 // Threads: the gradient all-reduce runs on a worker thread of its own (all_reduce_sum_async), so
 // that it overlaps the rest of the backward pass; every blocking call first waits for it, so only one
-// thread is inside MPI at any time.
+// thread is inside the library at any time.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,18 +23,16 @@ namespace ct {
 
 class ProcessGroup {
  public:
-  // Whether this build has MPI (CMake found it: Debian's libopenmpi-dev).
-  static bool available();
-  // The job's processes (MPI_COMM_WORLD), initialising MPI on the first call; an error when the
-  // build has no MPI. MPI is finalised at exit.
+  // The job's processes, connected on the first call by the launcher's library (mpirun: MPI,
+  // torchrun: Gloo); an error for other launchers, or when the build lacks the library. Ended at exit.
   static ProcessGroup& world();
-  // world() when it was made already, else null (no MPI call): for the error path, which must not
-  // start MPI only to stop it.
+  // world() when it was made already, else null (no library call): for the error path, which must
+  // not connect the processes only to stop them.
   static ProcessGroup* world_if_started();
 
   int rank() const;
   int size() const;
-  // "Open MPI v4.1.4", for the device description.
+  // "Open MPI v4.1.4", "Gloo 0.5.0 over TCP": for the device description.
   std::string library_version() const;
 
   // x = factor * (sum of x over every process), in place, queued on the worker thread: `data` must
@@ -51,8 +46,8 @@ class ProcessGroup {
   void all_reduce_sum(std::vector<double>& values);
   void broadcast(void* data, int64_t bytes, int root);
   void barrier();
-  // Ends every process of the job at once (MPI_Abort): after an error on one rank, so that the others
-  // do not wait forever in their next collective.
+  // Ends the job (MPI_Abort; under Gloo this process exits and the others' collectives fail on its
+  // closed connections): after an error on one rank, so that the others do not wait forever.
   [[noreturn]] void abort(int exit_code);
 
   ~ProcessGroup();

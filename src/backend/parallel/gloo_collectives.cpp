@@ -1,0 +1,209 @@
+// The collectives over Gloo (collectives.h), for CPU processes started by torchrun.
+//
+// The processes meet as PyTorch's own CPU backend makes them meet: each puts the address of its Gloo
+// TCP device into torchrun's store (torchrun_store.h), reads everybody else's, and connects to each
+// (a full mesh). The keys are under clocktrain/gloo/restart_<TORCHELASTIC_RESTART_COUNT>/, so workers
+// that torchrun restarts never read an earlier generation's addresses.
+//
+// The device listens on the address this host uses to reach MASTER_ADDR (or on GLOO_SOCKET_IFNAME's
+// interface when set, as in PyTorch), so one machine or several work alike.
+//
+// Sums use Gloo's ring all-reduce: each segment is summed along the ring, in ring order, by the
+// processes in turn, and the finished segment is then copied to every process, so every process ends
+// with the same bits (with two processes each element is a + b). The scale is applied afterwards by
+// each process to the same numbers, which gives the same bits too.
+//
+// A lost process (killed, or stopped by an error) closes its connections; every collective that waits
+// for it then fails with Gloo's I/O error, which is reported as an error naming the library and the
+// peer's address. Collectives otherwise wait without a practical limit (kCollectiveTimeout): rank 0
+// may spend minutes alone (the held-out loss, data preparation) while the others wait for it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "backend/parallel/collectives.h"
+#include "util/error.h"
+
+#if CLOCKTRAIN_HAVE_GLOO
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/config.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "backend/parallel/tcp_socket.h"
+#include "backend/parallel/torchrun_store.h"
+#endif
+
+namespace ct {
+
+#if CLOCKTRAIN_HAVE_GLOO
+
+namespace {
+
+constexpr std::chrono::hours kCollectiveTimeout{24};
+
+// gloo::rendezvous::Store over torchrun's store: waits poll the store until every key is set.
+class TorchrunGlooStore final : public gloo::rendezvous::Store {
+ public:
+  TorchrunGlooStore(const LaunchEnvironment& env)
+      : store_(env.master_addr, env.master_port, env.timeout_seconds), timeout_seconds_(env.timeout_seconds) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_.set(key, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::vector<uint8_t> value = store_.get(key, timeout_seconds_);
+    return std::vector<char>(value.begin(), value.end());
+  }
+  void wait(const std::vector<std::string>& keys) override {
+    wait(keys, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000)));
+  }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    const double seconds = std::chrono::duration<double>(timeout).count();
+    for (const std::string& key : keys) store_.get(key, seconds);
+  }
+
+ private:
+  TorchrunStore store_;
+  double timeout_seconds_;
+};
+
+// The local address of the route to host:port (a UDP socket "connected" there sends nothing).
+std::string local_address_towards(const std::string& host, int port) {
+  const sockaddr_in remote = resolve_ipv4(host, port, "MASTER_ADDR");
+  TcpSocket probe(::socket(AF_INET, SOCK_DGRAM, 0));
+  check(probe.open() && ::connect(probe.fd(), reinterpret_cast<const sockaddr*>(&remote), sizeof(remote)) == 0,
+        "Gloo: no route from this host to MASTER_ADDR ", host);
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  check(::getsockname(probe.fd(), reinterpret_cast<sockaddr*>(&local), &length) == 0,
+        "Gloo: cannot tell this host's address towards MASTER_ADDR ", host);
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return text;
+}
+
+class GlooCollectives final : public Collectives {
+ public:
+  explicit GlooCollectives(const LaunchEnvironment& env) : rank_(env.rank), size_(env.world_size) {
+    check(env.torchrun_agent_store, "Gloo: CPU processes with torchrun's variables meet in torchrun's store "
+          "(TORCHELASTIC_USE_AGENT_STORE=True, which torchrun sets); these variables were set otherwise: launch "
+          "with torchrun, or with mpirun");
+    gloo::transport::tcp::attr attr;
+    if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
+      attr.iface = iface;
+      where_ = str("interface ", iface);
+    } else {
+      attr.hostname = local_address_towards(env.master_addr, env.master_port);
+      where_ = attr.hostname;
+    }
+    attr.ai_family = AF_INET;
+    try {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      TorchrunGlooStore store(env);
+      gloo::rendezvous::PrefixStore prefixed(str("clocktrain/gloo/restart_", env.restart_count), store);
+      context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+      context_->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(env.timeout_seconds * 1000)));
+      context_->connectFullMesh(prefixed, device);
+      context_->setTimeout(kCollectiveTimeout);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(str("Gloo: rank ", rank_, " of ", size_, " could not connect to the others (listening on ", where_,
+                      ", meeting in torchrun's store at ", env.master_addr, ":", env.master_port, "): ", e.what()));
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string library_version() const override {
+    return str("Gloo ", GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH, " over TCP");
+  }
+  void reduce_sum(float* x, int64_t n, double factor) override { reduce(x, n, factor); }
+  void reduce_sum(double* x, int64_t n, double factor) override { reduce(x, n, factor); }
+  void broadcast(void* data, int64_t bytes, int root) override {
+    if (bytes == 0) return;
+    guarded("broadcast", [&] {
+      gloo::BroadcastOptions options(context_);
+      options.setOutput(static_cast<uint8_t*>(data), static_cast<size_t>(bytes));
+      options.setRoot(root);
+      options.setTimeout(kCollectiveTimeout);
+      gloo::broadcast(options);
+    });
+  }
+  void barrier() override {
+    guarded("barrier", [&] {
+      gloo::BarrierOptions options(context_);
+      options.setTimeout(kCollectiveTimeout);
+      gloo::barrier(options);
+    });
+  }
+  [[noreturn]] void abort(int exit_code) override {
+    // Gloo has no abort: this process ends, its connections close, and every other process's next
+    // collective fails on them (above), so each stops in turn; torchrun also stops the others.
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }
+
+ private:
+  template <typename T>
+  void reduce(T* x, int64_t n, double factor) {
+    if (n == 0) return;
+    guarded("all-reduce", [&] {
+      gloo::AllreduceOptions options(context_);
+      options.setOutput(x, static_cast<size_t>(n));
+      options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      options.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
+      options.setTimeout(kCollectiveTimeout);
+      gloo::allreduce(options);
+    });
+    if (factor != 1.0)
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(x[i] * static_cast<T>(factor));
+  }
+
+  // Gloo reports a lost peer with its own exceptions; they become ct::Error naming the call.
+  template <typename Fn>
+  void guarded(const char* what, Fn&& fn) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      throw Error(str("Gloo: ", what, " on rank ", rank_, " of ", size_, " failed (a process of the job stopped "
+                      "or cannot be reached): ", e.what()));
+    }
+  }
+
+  int rank_, size_;
+  std::string where_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+};
+
+}  // namespace
+
+bool gloo_in_build() { return true; }
+std::unique_ptr<Collectives> make_gloo_collectives(const LaunchEnvironment& env) {
+  return std::make_unique<GlooCollectives>(env);
+}
+
+#else  // no Gloo in this build
+
+bool gloo_in_build() { return false; }
+std::unique_ptr<Collectives> make_gloo_collectives(const LaunchEnvironment&) {
+  throw Error(
+      "CPU processes under torchrun need Gloo, and this clocktrain was built without it: install Debian's "
+      "libgloo-dev (scripts/install-deps.sh does) and build again, or launch with mpirun");
+}
+
+#endif
+
+}  // namespace ct
