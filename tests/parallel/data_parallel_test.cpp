@@ -290,6 +290,11 @@ class TwoHosts {
   ~TwoHosts() { test::run_command("ip netns del cta" + suffix_ + "; ip netns del ctb" + suffix_); }
   bool ready() const { return ready_; }
   const std::string& why() const { return why_; }
+  // `command` (no single quotes) run on host 'a' or 'b', with that host's name
+  std::string on_host(char host, const std::string& command) const {
+    return std::string("ip netns exec ct") + host + suffix_ + " unshare --uts sh -c 'hostname host-" + host +
+           "; exec " + command + "'";
+  }
   // `command` (a shell command line) run by mpirun from host a, one process on each host
   std::string mpirun(const std::string& command) const {
     return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ip netns exec cta" + suffix_ +
@@ -325,6 +330,36 @@ TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
   r = test::run_command(hosts.mpirun(train(dir / "tiny.toml") + " --steps 8 --out " + two.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_same_training(train_losses(one), train_losses(two), 1e-6);
+}
+
+// The same two hosts under PyTorch's own torchrun, one node each (`--nnodes 2`): torchrun's store
+// runs on host a, and each process's Gloo device listens on its host's address towards it. The same
+// bits as mpirun's two processes at every step.
+TEST_F(DataParallel, TwoHostsUnderTorchrunTrainLikeMpirun) {
+  const std::string torchrun = installed_torchrun();
+  if (torchrun.empty()) GTEST_SKIP() << "PyTorch's torchrun is not installed (bench/torch2_venv.sh)";
+  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
+    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  test::TempDir dir;
+  TwoHosts hosts(dir.path());
+  ASSERT_TRUE(hosts.ready()) << hosts.why();
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}));
+  const fs::path by_mpi = dir / "mpi", two = dir / "two";
+  auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --out " + by_mpi.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto node = [&](int rank) {
+    return "env CLOCKTRAIN_RENDEZVOUS_TIMEOUT=60 " + torchrun + " --nnodes 2 --nproc_per_node 1 --node_rank " +
+           std::to_string(rank) + " --master_addr 10.77.0.1 --master_port 29533 --no-python " +
+           train(dir / "tiny.toml") + " --steps 8 --out " + two.string();
+  };
+  // host a in the background, host b in the foreground; both must succeed
+  r = test::run_command(hosts.on_host('a', node(0)) + " > " + (dir / "a.log").string() + " 2>&1 & " +
+                        hosts.on_host('b', node(1)) + " > " + (dir / "b.log").string() + " 2>&1; status=$?; wait $! ; "
+                        "a=$?; cat " + (dir / "a.log").string() + " " + (dir / "b.log").string() +
+                        "; [ $status = 0 ] && [ $a = 0 ]");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0 of 2 (Gloo"), std::string::npos) << r.output;
+  EXPECT_EQ(train_losses(two), train_losses(by_mpi));
 }
 
 // `clocktrain run` launched on two processes (round 2, a practice run with the small CORE bundle):
