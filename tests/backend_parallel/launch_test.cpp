@@ -92,7 +92,8 @@ TEST(LaunchEnvironment, ErrorsNameTheVariable) {
   EXPECT_NE(error_of({{"RANK", "0"}}).find("WORLD_SIZE is missing"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}}).find("LOCAL_RANK"),
             std::string::npos);
-  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}}).find("CLOCKTRAIN_NCCL_ID_FILE"),
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}})
+                .find("TORCHELASTIC_USE_AGENT_STORE=True needs MASTER_ADDR and MASTER_PORT"),
             std::string::npos);
   EXPECT_NE(error_of({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"), std::string::npos);
   EXPECT_NE(error_of({{"CLOCKTRAIN_RENDEZVOUS_TIMEOUT", "-1"}}).find("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"), std::string::npos);

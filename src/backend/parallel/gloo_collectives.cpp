@@ -56,7 +56,7 @@ constexpr std::chrono::hours kCollectiveTimeout{24};
 // gloo::rendezvous::Store over torchrun's store: waits poll the store until every key is set.
 class TorchrunGlooStore final : public gloo::rendezvous::Store {
  public:
-  TorchrunGlooStore(const LaunchEnvironment& env)
+  explicit TorchrunGlooStore(const LaunchEnvironment& env)
       : store_(env.master_addr, env.master_port, env.timeout_seconds), timeout_seconds_(env.timeout_seconds) {}
   void set(const std::string& key, const std::vector<char>& data) override {
     store_.set(key, std::vector<uint8_t>(data.begin(), data.end()));
@@ -69,8 +69,10 @@ class TorchrunGlooStore final : public gloo::rendezvous::Store {
     wait(keys, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000)));
   }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    const double seconds = std::chrono::duration<double>(timeout).count();
-    for (const std::string& key : keys) store_.get(key, seconds);
+    // one deadline for all the keys
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (const std::string& key : keys)
+      store_.wait_for(key, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
   }
 
  private:
@@ -81,7 +83,7 @@ class TorchrunGlooStore final : public gloo::rendezvous::Store {
 // The local address of the route to host:port (a UDP socket "connected" there sends nothing).
 std::string local_address_towards(const std::string& host, int port) {
   const sockaddr_in remote = resolve_ipv4(host, port, "MASTER_ADDR");
-  TcpSocket probe(::socket(AF_INET, SOCK_DGRAM, 0));
+  TcpSocket probe(::socket(AF_INET, SOCK_DGRAM, 0));  // an owned descriptor; UDP here
   check(probe.open() && ::connect(probe.fd(), reinterpret_cast<const sockaddr*>(&remote), sizeof(remote)) == 0,
         "Gloo: no route from this host to MASTER_ADDR ", host);
   sockaddr_in local{};

@@ -83,17 +83,17 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
       check(value == "True" || value == "False", "launch environment: TORCHELASTIC_USE_AGENT_STORE='", value,
             "' is neither True nor False");
       env.torchrun_agent_store = value == "True";
+      check(!env.torchrun_agent_store || (!env.master_addr.empty() && env.master_port > 0),
+            "launch environment: TORCHELASTIC_USE_AGENT_STORE=True needs MASTER_ADDR and MASTER_PORT (torchrun "
+            "sets all three)");
     }
     if (const char* restarts = lookup("TORCHELASTIC_RESTART_COUNT"))
       env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", restarts);
   }
   if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
     env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
-  // Under mpirun with MPI in the build, NCCL's id travels by MPI_Bcast (rendezvous.h).
-  if (env.distributed() && !env.id_travels_by_mpi())
-    check(!env.id_file.empty() || (!env.master_addr.empty() && env.master_port > 0), "launch environment: ",
-          env.world_size, " processes (", env.launcher,
-          ") need CLOCKTRAIN_NCCL_ID_FILE or MASTER_ADDR and MASTER_PORT to share NCCL's id");
+  // Whether the processes can meet is checked by what connects them: the process group for CPU
+  // processes (process_group.h), the NCCL id's rendezvous for GPU processes (rendezvous.h).
   return env;
 }
 

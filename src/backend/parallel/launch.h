@@ -6,10 +6,9 @@
 //   Slurm (srun):    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
 // The first family present wins, in that order; none means one process. CPU processes train
 // together under mpirun (MPI) or torchrun (Gloo): process_group.h. With more than one GPU process
-// the NCCL unique id travels by MPI under mpirun (when the build has MPI); otherwise through
-// CLOCKTRAIN_NCCL_ID_FILE (a fresh path on a file system every process sees) or, without it,
-// through torchrun's store at MASTER_ADDR:MASTER_PORT (under torchrun) or over TCP from rank 0
-// listening there (the same variables set by hand): rendezvous.h.
+// the NCCL unique id travels by MPI under mpirun (when the build has MPI), through torchrun's store
+// under torchrun, or through CLOCKTRAIN_NCCL_ID_FILE (a fresh path on a file system every process
+// sees): rendezvous.h.
 #include <functional>
 #include <string>
 
@@ -22,10 +21,10 @@ struct LaunchEnvironment {
   std::string master_addr;          // MASTER_ADDR
   int master_port = 0;              // MASTER_PORT
   // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent serves a key-value store at
-  // MASTER_ADDR:MASTER_PORT (torchrun_store.h), so the id goes through it and rank 0 does not listen.
+  // MASTER_ADDR:MASTER_PORT (torchrun_store.h), where the processes meet.
   bool torchrun_agent_store = false;
   int restart_count = 0;            // TORCHELASTIC_RESTART_COUNT: how often torchrun restarted the workers
-  double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait for rank 0's id
+  double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait to meet
   bool distributed() const { return world_size > 1; }
   bool id_travels_by_mpi() const;  // mpirun, and this build has MPI
 };

@@ -77,13 +77,17 @@ bool TorchrunStore::has(const std::string& key) {
   return reply == kCheckReady;
 }
 
-std::vector<uint8_t> TorchrunStore::get(const std::string& key, double timeout_seconds) {
+void TorchrunStore::wait_for(const std::string& key, double timeout_seconds) {
   const auto start = Clock::now();
   while (!has(key)) {
     check(seconds_since(start) < timeout_seconds, "rendezvous: '", key, "' was not set in ", where_, " within ",
           timeout_seconds, " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+std::vector<uint8_t> TorchrunStore::get(const std::string& key, double timeout_seconds) {
+  wait_for(key, timeout_seconds);
   send_key(kGet, key);
   uint64_t length = 0;
   check(receive_all(socket_.fd(), &length, sizeof(length)), "rendezvous: ", where_, " did not answer a GET of '",

@@ -31,7 +31,9 @@ class TorchrunStore {
   TorchrunStore(const std::string& host, int port, double timeout_seconds);
 
   void set(const std::string& key, const std::vector<uint8_t>& value);
-  // The value of `key`, waiting up to timeout_seconds for some process to set it.
+  // Waits up to timeout_seconds for some process to set `key`.
+  void wait_for(const std::string& key, double timeout_seconds);
+  // The value of `key`, waiting for it as wait_for does.
   std::vector<uint8_t> get(const std::string& key, double timeout_seconds);
   // Whether `key` is set now.
   bool has(const std::string& key);
