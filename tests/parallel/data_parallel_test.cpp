@@ -262,6 +262,35 @@ TEST_F(DataParallel, TorchrunVariablesWithoutTorchrunAreRefusedForCpuProcesses) 
   EXPECT_FALSE(fs::exists(dir / "run"));
 }
 
+// Under torchrun: a rank that never comes is an error on the others within the rendezvous timeout,
+// naming the rank; processes with different recipes stop as under mpirun; nothing is written.
+TEST_F(DataParallel, UnderTorchrunAMissingOrDisagreeingRankStopsBeforeWritingAnything) {
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", recipe_text("tiny"));
+  write_file_atomic(dir / "other.toml", recipe_text("tiny", {{"steps = 20", "steps = 21"}, {"n_embd = 64", "n_embd = 32"}}));
+  const std::string rank1_exits = "sh -c 'if [ \"$RANK\" = 1 ]; then exit 0; fi; exec " + train(dir / "tiny.toml") +
+                                  " --steps 2 --out " + (dir / "run").string() + "'";
+  const Stopwatch watch;
+  auto r = test::run_command("CLOCKTRAIN_RENDEZVOUS_TIMEOUT=2 " + torchrun_standin(2) + rank1_exits);
+  EXPECT_LT(watch.seconds(), 30.0) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Gloo: rank 0 of 2 could not connect to the others"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'clocktrain/gloo/restart_0/1' was not set in 127.0.0.1:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("within 2 s"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "run"));
+
+  const std::string per_rank = "sh -c 'recipe=" + (dir / "tiny.toml").string() + "; [ \"$RANK\" = 1 ] && recipe=" +
+                               (dir / "other.toml").string() + "; exec " + test::clocktrain_bin() +
+                               " train $recipe --data " + data_.string() + " --threads 1 --no-progress --steps 2 --out " +
+                               (dir / "run").string() + "'";
+  r = test::run_command(torchrun_standin(2) + per_rank);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("process(es) 1 of 2 run another recipe, clocktrain version or data folder than rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
 // Two "hosts": two network namespaces joined by a veth pair, each with a host name of its own (a
 // UTS namespace), one process in each; mpirun starts the remote one through an agent script (what
 // ssh does between machines) and the processes meet over TCP at 10.77.0.1 and 10.77.0.2, not over

@@ -118,11 +118,11 @@ class GlooCollectives final : public Collectives {
       context_->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(env.timeout_seconds * 1000)));
       context_->connectFullMesh(prefixed, device);
       context_->setTimeout(kCollectiveTimeout);
-    } catch (const Error&) {
-      throw;
     } catch (const std::exception& e) {
+      // (each rank's address is under the key .../<rank>: a key not set names a rank that never came)
       throw Error(str("Gloo: rank ", rank_, " of ", size_, " could not connect to the others (listening on ", where_,
-                      ", meeting in torchrun's store at ", env.master_addr, ":", env.master_port, "): ", e.what()));
+                      ", meeting in torchrun's store at ", env.master_addr, ":", env.master_port,
+                      ", where each rank puts its address under .../<rank>): ", e.what()));
     }
   }
 
