@@ -54,7 +54,7 @@ void run_run(const RunArgs& a, bool budget_given) {
   o.shard_tokens = a.shard_tokens;
   o.heldout_tokens = a.heldout_tokens;
   o.progress = !a.no_progress;
-  // Data parallel (mpirun): rank 0 speaks for the job; the others train silently (errors still print).
+  // Data parallel (mpirun, torchrun): rank 0 speaks for the job; the others train silently (errors still print).
   std::ostream discard(nullptr);  // no buffer: every write is dropped
   const bool rank0 = launched_as_rank0();
   const RunOutcome outcome = run_pipeline(o, rank0 ? std::cout : discard);

@@ -86,7 +86,7 @@ Recipe parse_recipe(const std::string& toml_text, const std::string& where);
 
 // The backend a run of this recipe trains on ([backend]: name, threads, matmul_precision, fp8):
 // a ct::Error, prefixed with where the recipe came from, when it cannot start or cannot run the
-// recipe's precision here. Under a launcher (mpirun) it joins the job's processes (data parallel).
+// recipe's precision here. Under a launcher (mpirun, torchrun) it joins the job's processes (data parallel).
 std::unique_ptr<Backend> create_recipe_backend(const Recipe& recipe);
 
 // The resolved recipe: every field, sectioned as in the TOML file.
