@@ -17,7 +17,7 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // "Open MPI v4.1.4", "Gloo 0.5.0 (TCP)": for the device description.
+  // "Open MPI v4.1.4", "Gloo 0.5.0 over TCP": for the device description.
   virtual std::string library_version() const = 0;
   // x = factor * (sum of x over every process), in place, with the same bits on every process: each
   // element is summed in one place, in one order, and the result copied to the others.
@@ -30,9 +30,8 @@ class Collectives {
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 
-// Whether this build has the library (CMake found Debian's libopenmpi-dev / libgloo-dev).
+// Whether this build has MPI (CMake found Debian's libopenmpi-dev).
 bool mpi_in_build();
-bool gloo_in_build();
 
 // The job's processes over MPI (MPI_COMM_WORLD; MPI initialised here, finalised with the object).
 std::unique_ptr<Collectives> make_mpi_collectives();

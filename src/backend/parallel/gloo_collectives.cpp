@@ -190,14 +190,12 @@ class GlooCollectives final : public Collectives {
 
 }  // namespace
 
-bool gloo_in_build() { return true; }
 std::unique_ptr<Collectives> make_gloo_collectives(const LaunchEnvironment& env) {
   return std::make_unique<GlooCollectives>(env);
 }
 
 #else  // no Gloo in this build
 
-bool gloo_in_build() { return false; }
 std::unique_ptr<Collectives> make_gloo_collectives(const LaunchEnvironment&) {
   throw Error(
       "CPU processes under torchrun need Gloo, and this clocktrain was built without it: install Debian's "
