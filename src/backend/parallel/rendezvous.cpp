@@ -7,6 +7,7 @@
 
 #include "backend/parallel/process_group.h"
 #include "backend/parallel/torchrun_store.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
 
@@ -14,25 +15,19 @@ namespace ct {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 std::vector<uint8_t> exchange_by_file(const LaunchEnvironment& env, const std::vector<uint8_t>& id) {
   if (env.rank == 0) {
     write_file_atomic(env.id_file, std::string_view(reinterpret_cast<const char*>(id.data()), id.size()));
     return id;
   }
-  const auto start = Clock::now();
+  const Stopwatch waited;
   for (;;) {
     std::error_code ec;
     if (std::filesystem::exists(env.id_file, ec) && std::filesystem::file_size(env.id_file, ec) == id.size()) {
       std::vector<uint8_t> bytes = read_file_bytes(env.id_file);
       if (bytes.size() == id.size()) return bytes;
     }
-    check(seconds_since(start) < env.timeout_seconds, "rendezvous: rank ", env.rank, " waited ", env.timeout_seconds,
+    check(waited.seconds() < env.timeout_seconds, "rendezvous: rank ", env.rank, " waited ", env.timeout_seconds,
           " s for rank 0 to write ", env.id_file, " (", id.size(), " bytes)");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

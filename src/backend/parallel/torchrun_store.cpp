@@ -3,20 +3,17 @@
 #include <chrono>
 #include <thread>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace ct {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // PyTorch's c10d::detail::QueryType values for the queries used here, and its validation number.
 constexpr uint8_t kValidate = 0, kSet = 1, kGet = 3, kCheck = 5;
 constexpr uint32_t kValidationMagic = 0x3C85F7CE;
 constexpr uint8_t kCheckReady = 0, kCheckNotReady = 1;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void append(std::vector<uint8_t>& out, const void* data, size_t size) {
   const auto* bytes = static_cast<const uint8_t*>(data);
@@ -36,11 +33,11 @@ TorchrunStore::TorchrunStore(const std::string& host, int port, double timeout_s
     : where_(host + ":" + std::to_string(port) + " (MASTER_ADDR:MASTER_PORT, torchrun's store)"),
       timeout_seconds_(timeout_seconds) {
   const sockaddr_in address = resolve_ipv4(host, port, "MASTER_ADDR");
-  const auto start = Clock::now();
+  const Stopwatch waited;
   for (;;) {
     socket_ = connect_once(address);
     if (socket_.open()) break;
-    check(seconds_since(start) < timeout_seconds, "rendezvous: could not connect to ", where_, " within ",
+    check(waited.seconds() < timeout_seconds, "rendezvous: could not connect to ", where_, " within ",
           timeout_seconds, " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -78,9 +75,9 @@ bool TorchrunStore::has(const std::string& key) {
 }
 
 void TorchrunStore::wait_for(const std::string& key, double timeout_seconds) {
-  const auto start = Clock::now();
+  const Stopwatch waited;
   while (!has(key)) {
-    check(seconds_since(start) < timeout_seconds, "rendezvous: '", key, "' was not set in ", where_, " within ",
+    check(waited.seconds() < timeout_seconds, "rendezvous: '", key, "' was not set in ", where_, " within ",
           timeout_seconds, " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
