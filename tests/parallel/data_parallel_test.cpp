@@ -68,6 +68,32 @@ class DataParallel : public test::TrainerFixture {
     return test::clocktrain_bin() + " train " + recipe.string() + " --data " + data_.string() +
            " --threads 1 --no-progress";
   }
+  // tiny in f32 with a checkpoint after every step (dir/tiny.toml), trained for 8 steps by `launcher`
+  // (2 processes) into dir/whole, then again into dir/cut with rank 1 (as the launcher's variable
+  // `rank_variable` says) killed by SIGKILL in its 6th step's backward pass, while rank 0 waits for
+  // its gradients: the job must stop, not hang, and the last complete checkpoint must continue on two
+  // processes to the uninterrupted run's losses. `killed` gets the killed run's output, for the
+  // launcher's own messages.
+  void kill_rank_one_then_resume(const fs::path& dir, const std::string& launcher, const std::string& rank_variable,
+                                 std::string* killed) const {
+    write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
+                                                               {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
+    const fs::path whole = dir / "whole", cut = dir / "cut";
+    auto r = test::run_command(launcher + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string per_rank = "sh -c 'if [ \"$" + rank_variable + "\" = 1 ]; then export "
+                                 "CLOCKTRAIN_KILL_AT=train_step.last_backward:6; fi; exec " +
+                                 train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
+    const Stopwatch watch;
+    r = test::run_command(launcher + per_rank);
+    EXPECT_LT(watch.seconds(), 60.0) << "the job must stop, not hang";
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    *killed = r.output;
+    ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
+    r = test::run_command(launcher + train(dir / "tiny.toml") + " --steps 8 --resume " + (cut / "checkpoint").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(train_losses(cut), train_losses(whole));
+  }
 };
 
 // Two processes with one micro-batch each against one process running both: the first step's loss
@@ -132,34 +158,16 @@ TEST_F(DataParallel, TwoProcessesTrainCpuSmallLikeOne) {
 
 TEST_F(DataParallel, AKilledProcessStopsTheJobAndTheLastCheckpointResumesOnTwo) {
   test::TempDir dir;
-  // a checkpoint after every step (every 0.0001 minutes)
-  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
-                                                             {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
-  const fs::path whole = dir / "whole", cut = dir / "cut";
-  auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-
-  // rank 1 is killed (SIGKILL) in its 6th step's backward pass, while rank 0 waits for its gradients
-  const std::string per_rank = "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then export "
-                               "CLOCKTRAIN_KILL_AT=train_step.last_backward:6; fi; exec " +
-                               train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
-  const Stopwatch watch;
-  r = test::run_command(mpirun(2) + per_rank);
-  const double waited = watch.seconds();
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_LT(waited, 60.0) << "the job must stop, not hang";
+  std::string killed;
+  kill_rank_one_then_resume(dir.path(), mpirun(2), "OMPI_COMM_WORLD_RANK", &killed);
+  if (HasFatalFailure()) return;
   // mpirun names the lost process
-  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("signal 9"), std::string::npos) << r.output;
-  ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
-
-  // the last complete checkpoint continues on two processes to the uninterrupted run's losses
-  r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --resume " + (cut / "checkpoint").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(train_losses(cut), train_losses(whole));
+  EXPECT_NE(killed.find("rank 1"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("signal 9"), std::string::npos) << killed;
 
   // and not on one
-  r = test::run_command(train(dir / "tiny.toml") + " --steps 9 --resume " + (cut / "checkpoint").string());
+  const auto r = test::run_command(train(dir / "tiny.toml") + " --steps 9 --resume " +
+                                   (dir / "cut" / "checkpoint").string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("trained by 2 process(es) and this run has 1: resume it with 2"), std::string::npos)
       << r.output;
@@ -222,30 +230,17 @@ TEST_F(DataParallel, TorchrunProcessesTrainLikeMpirunOnes) {
 
 // Under torchrun a killed process closes its connections: the others' next all-reduce fails and they
 // stop by themselves (the stand-in launcher, unlike torchrun, does not stop them); the last
-// checkpoint resumes on two processes to the uninterrupted run's losses.
+// checkpoint resumes on two processes to the uninterrupted run's losses (kill_rank_one_then_resume).
 TEST_F(DataParallel, UnderTorchrunAKilledProcessStopsTheOthersAndTheCheckpointResumes) {
   test::TempDir dir;
-  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
-                                                             {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
-  const fs::path whole = dir / "whole", cut = dir / "cut";
-  auto r = test::run_command(torchrun_standin(2) + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string per_rank = "sh -c 'if [ \"$RANK\" = 1 ]; then export CLOCKTRAIN_KILL_AT=train_step.last_backward:6; "
-                               "fi; exec " + train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
-  const Stopwatch watch;
-  r = test::run_command(torchrun_standin(2) + per_rank);
-  EXPECT_LT(watch.seconds(), 60.0) << "rank 0 must stop, not hang";
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Gloo: all-reduce on rank 0 of 2 failed (a process of the job stopped or cannot be reached)"),
+  std::string killed;
+  kill_rank_one_then_resume(dir.path(), torchrun_standin(2), "RANK", &killed);
+  if (HasFatalFailure()) return;
+  EXPECT_NE(killed.find("Gloo: all-reduce on rank 0 of 2 failed (a process of the job stopped or cannot be reached)"),
             std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("rank 0 ended with exit code 1"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("rank 1 ended with signal 9"), std::string::npos) << r.output;
-  ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
-  r = test::run_command(torchrun_standin(2) + train(dir / "tiny.toml") + " --steps 8 --resume " +
-                        (cut / "checkpoint").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(train_losses(cut), train_losses(whole));
+      << killed;
+  EXPECT_NE(killed.find("rank 0 ended with exit code 1"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("rank 1 ended with signal 9"), std::string::npos) << killed;
 }
 
 // torchrun's variables set by hand: no store to meet in (torchrun's agent serves it), so CPU processes
