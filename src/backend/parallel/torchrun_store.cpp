@@ -70,7 +70,7 @@ bool TorchrunStore::has(const std::string& key) {
   check(receive_all(socket_.fd(), &reply, 1), "rendezvous: ", where_, " did not answer a CHECK of '", key,
         "' within ", timeout_seconds_, " s");
   check(reply == kCheckReady || reply == kCheckNotReady, "rendezvous: ", where_, " answered a CHECK with ",
-        int(reply), " (expected 0 or 1): is it torchrun's store (PyTorch >= 2.2)?");
+        int(reply), " (expected 0 or 1): is it the store of a PyTorch 2 torchrun?");
   return reply == kCheckReady;
 }
 

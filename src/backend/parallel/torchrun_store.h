@@ -7,9 +7,9 @@
 // puts NCCL's unique id in that store and the others read it from there (rendezvous.h).
 //
 // The wire format is PyTorch's (torch/csrc/distributed/c10d/TCPStoreBackend.hpp and TCPStore.cpp,
-// with the validation message since PyTorch 2.2); only the four queries needed are spoken. Every
-// query is one byte of type, then its arguments; a string or byte vector is a uint64 length then the
-// bytes, integers in the host's byte order (both ends are x86-64 here):
+// with its validation message; checked against PyTorch 2.15); only the four queries needed are
+// spoken. Every query is one byte of type, then its arguments; a string or byte vector is a uint64
+// length then the bytes, integers in the host's byte order (both ends are x86-64 here):
 //   VALIDATE (0)  uint32 0x3C85F7CE                       no reply; the first message of a connection
 //   SET (1)       key, value                              no reply
 //   GET (3)       key                                     value (the key must exist: CHECK first)
