@@ -1,5 +1,7 @@
 // Causal attention against a full-softmax reference: forward, lse, backward by finite differences,
-// grouped-query heads, the KV-cache path (Tq < Tk), f32 against f64 and determinism.
+// grouped-query heads, the KV-cache path (Tq < Tk), f32 against f64 and determinism. f32 runs on the
+// AVX2 FMA tile kernels where the build has them (cpu_attention_f32.cpp) and on tiles through the GEMM
+// library with CLOCKTRAIN_CPU_F32_ATTENTION=0; both are compared with f64 and with each other.
 #include <cstdlib>
 
 #include "backend_test_support.h"
@@ -140,6 +142,66 @@ TEST(Attention, KvCacheQueriesSeeTheWholePrefix) {
   }
 }
 
+TEST(Attention, HeadDimsAcrossPanelsAndKeyBlocks) {
+  // head_dim 40: two whole panels of 16 columns and a partial one; 150 positions: two whole blocks
+  // of 64 and a partial one, blocks of 6 rows that end mid-panel; 2 query heads per kv head.
+  check_case({1, 150, 150, 4, 2, 40}, 24, 140);
+  check_case({2, 7, 150, 2, 1, 40}, 24, 150);  // Tq < Tk, a partial block of queries
+}
+
+// A backend whose f32 attention runs where CLOCKTRAIN_CPU_F32_ATTENTION and CLOCKTRAIN_CPU_GEMM say.
+std::unique_ptr<Backend> backend_with(const char* f32_attention, const char* gemm) {
+  ::setenv("CLOCKTRAIN_CPU_F32_ATTENTION", f32_attention, 1);
+  if (gemm) ::setenv("CLOCKTRAIN_CPU_GEMM", gemm, 1);
+  std::unique_ptr<Backend> backend = create_backend(BackendOptions());
+  ::unsetenv("CLOCKTRAIN_CPU_F32_ATTENTION");
+  ::unsetenv("CLOCKTRAIN_CPU_GEMM");
+  return backend;
+}
+
+AttentionRun run_attention_on(Backend& be, const AttentionCase& a, const Values& q, const Values& k, const Values& v,
+                              const Values& dout) {
+  Buffer qb(be, a.q_shape(), DType::f32), kb(be, a.kv_shape(), DType::f32), vb(be, a.kv_shape(), DType::f32),
+      doutb(be, a.q_shape(), DType::f32), out(be, a.q_shape(), DType::f32),
+      lse(be, Shape{a.batch, a.heads, a.query_len}, DType::f32), dq(be, a.q_shape(), DType::f32),
+      dk(be, a.kv_shape(), DType::f32), dv(be, a.kv_shape(), DType::f32);
+  be.upload(qb, q.data(), DType::f64);
+  be.upload(kb, k.data(), DType::f64);
+  be.upload(vb, v.data(), DType::f64);
+  be.upload(doutb, dout.data(), DType::f64);
+  be.attention_forward(out, lse, qb, kb, vb, a.scale());
+  be.attention_backward(dq, dk, dv, doutb, out, lse, qb, kb, vb, a.scale());
+  auto read_from = [&](const Tensor& t) {
+    Values values(static_cast<size_t>(t.numel()));
+    be.download(values.data(), DType::f64, t);
+    return values;
+  };
+  return {read_from(out), read_from(lse), read_from(dq), read_from(dk), read_from(dv)};
+}
+
+void expect_same_attention(const AttentionRun& got, const AttentionRun& expected) {
+  EXPECT_LT(relative_error(got.out, expected.out), 1e-5);
+  EXPECT_LT(relative_error(got.lse, expected.lse), 1e-5);
+  EXPECT_LT(relative_error(got.dq, expected.dq), 1e-5);
+  EXPECT_LT(relative_error(got.dk, expected.dk), 1e-5);
+  EXPECT_LT(relative_error(got.dv, expected.dv), 1e-5);
+}
+
+TEST(Attention, TileKernelsMatchGemmLibraryTiles) {
+  std::unique_ptr<Backend> tiles = backend_with("1", nullptr), library = backend_with("0", nullptr);
+  EXPECT_NE(library->device_description().find("f32 attention: tiles through the f32 GEMM"), std::string::npos)
+      << library->device_description();
+#ifdef __AVX2__
+  EXPECT_NE(tiles->device_description().find("f32 attention: AVX2 FMA register blocks"), std::string::npos)
+      << tiles->device_description();
+#endif
+  for (const AttentionCase& a : {AttentionCase{2, 130, 130, 4, 2, 24}, AttentionCase{1, 3, 70, 2, 2, 16}}) {
+    Values q = random_values(a.q_numel(), 150), k = random_values(a.kv_numel(), 151),
+           v = random_values(a.kv_numel(), 152), dout = random_values(a.q_numel(), 153);
+    expect_same_attention(run_attention_on(*tiles, a, q, k, v, dout), run_attention_on(*library, a, q, k, v, dout));
+  }
+}
+
 TEST(Attention, DeterministicAcrossRunsAndThreadCounts) {
   AttentionCase a{3, 80, 80, 4, 4, 16};
   Values q = random_values(a.q_numel(), 120), k = random_values(a.kv_numel(), 121),
@@ -159,32 +221,13 @@ TEST(Attention, DeterministicAcrossRunsAndThreadCounts) {
 }
 
 TEST(Attention, OneDnnTilesMatchOpenBlasTiles) {
-  // The tiles' products go through the f32 GEMM library; both must give the same attention.
-  ::setenv("CLOCKTRAIN_CPU_GEMM", "onednn", 1);
-  BackendOptions options;
-  std::unique_ptr<Backend> onednn = create_backend(options);
-  ::unsetenv("CLOCKTRAIN_CPU_GEMM");
+  // With the tile kernels off, the tiles' products go through the f32 GEMM library; both libraries
+  // must give the same attention.
+  std::unique_ptr<Backend> onednn = backend_with("0", "onednn"), openblas = backend_with("0", "openblas");
   EXPECT_NE(onednn->device_description().find("f32 GEMM: onednn"), std::string::npos) << onednn->device_description();
   AttentionCase a{2, 100, 100, 2, 1, 16};
   Values q = random_values(a.q_numel(), 130), k = random_values(a.kv_numel(), 131), v = random_values(a.kv_numel(), 132);
-  AttentionRun reference = run_attention(DType::f32, a, q, k, v, q);
-  Buffer qb(*onednn, a.q_shape(), DType::f32), kb(*onednn, a.kv_shape(), DType::f32), vb(*onednn, a.kv_shape(), DType::f32),
-      out(*onednn, a.q_shape(), DType::f32), lse(*onednn, Shape{2, 2, 100}, DType::f32), dq(*onednn, a.q_shape(), DType::f32),
-      dk(*onednn, a.kv_shape(), DType::f32), dv(*onednn, a.kv_shape(), DType::f32);
-  onednn->upload(qb, q.data(), DType::f64);
-  onednn->upload(kb, k.data(), DType::f64);
-  onednn->upload(vb, v.data(), DType::f64);
-  onednn->attention_forward(out, lse, qb, kb, vb, a.scale());
-  onednn->attention_backward(dq, dk, dv, qb, out, lse, qb, kb, vb, a.scale());
-  auto read_from = [&](const Tensor& t) {
-    Values values(static_cast<size_t>(t.numel()));
-    onednn->download(values.data(), DType::f64, t);
-    return values;
-  };
-  EXPECT_LT(relative_error(read_from(out), reference.out), 1e-5);
-  EXPECT_LT(relative_error(read_from(dq), reference.dq), 1e-5);
-  EXPECT_LT(relative_error(read_from(dk), reference.dk), 1e-5);
-  EXPECT_LT(relative_error(read_from(dv), reference.dv), 1e-5);
+  expect_same_attention(run_attention_on(*onednn, a, q, k, v, q), run_attention_on(*openblas, a, q, k, v, q));
 }
 
 TEST(Attention, RejectsBadShapes) {

@@ -1,8 +1,5 @@
-// Causal softmax attention, flash style: no T x T matrix is ever stored.
-//
-// Shapes: q, out [B, Tq, H, D]; k, v [B, Tk, Hkv, D]; lse [B, H, Tq]. Query head h reads key/value
-// head h / (H / Hkv) (grouped-query attention). Query i sits at absolute position Tk - Tq + i and
-// sees keys 0 .. Tk - Tq + i (Tk > Tq is the KV-cache path of inference).
+// Causal softmax attention, flash style: no T x T matrix is ever stored. Shapes and which keys a
+// query sees: attention_layout.h.
 //
 // Forward, for one query i (s_j = scale q_i . k_j over the visible keys j):
 //   lse_i = log sum_j exp(s_j);  out_i = sum_j exp(s_j - lse_i) v_j
@@ -15,9 +12,11 @@
 //   dp_ij = dout_i . v_j;   ds_ij = p_ij (dp_ij - D_i)      (softmax backward: sum_j p_ij dp_ij = D_i)
 //   dq_i += scale ds_ij k_j;   dk_j += scale ds_ij q_i
 //
-// Both passes work on [64 queries x 64 keys] tiles whose products (Q K^T, P V, P^T dO, dO V^T,
-// dS K, dS^T Q) go through the GEMM library, called from inside the parallel region where it runs
-// on the calling thread.
+// Three kernel families compute this. Here, for f64 (the reference precision) and for f32 where the
+// tile kernels are not in use: both passes work on [64 queries x 64 keys] tiles whose products
+// (Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q) go through the GEMM library, called from inside the
+// parallel region where it runs on the calling thread. f32 on AVX2 FMA register blocks:
+// cpu_attention_f32.cpp. bf16 operands on AMX tiles or AVX512-BF16: cpu_attention_bf16.cpp.
 //
 // Parallelism: the forward pass runs one task per (batch, head, block of queries); the backward pass
 // one task per (batch, kv head), which owns dk and dv of that head and dq of its query heads, so
@@ -25,9 +24,11 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_attention_bf16.h"
+#include "backend/cpu/cpu_attention_f32.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/vector_math.h"
 
@@ -37,21 +38,6 @@ namespace {
 
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 64;
-
-struct AttentionShape {
-  int64_t batch, query_len, key_len, heads, kv_heads, head_dim;
-  int64_t group() const { return heads / kv_heads; }        // query heads per kv head
-  int64_t key_offset() const { return key_len - query_len; }  // absolute position of query 0
-  // Element offsets of row (b, t, head) in q/out and in k/v, and of lse[b, h, 0].
-  int64_t q_row(int64_t b, int64_t t, int64_t h) const { return ((b * query_len + t) * heads + h) * head_dim; }
-  int64_t kv_row(int64_t b, int64_t t, int64_t g) const { return ((b * key_len + t) * kv_heads + g) * head_dim; }
-  int64_t lse_row(int64_t b, int64_t h) const { return (b * heads + h) * query_len; }
-  int64_t q_stride() const { return heads * head_dim; }      // between positions of one head
-  int64_t kv_stride() const { return kv_heads * head_dim; }
-  int64_t work() const { return batch * heads * query_len * key_len * head_dim; }  // ~ multiply-adds x 2
-  // How many keys of the block starting at j_begin query i sees (may be <= 0).
-  int64_t visible_in_block(int64_t i, int64_t j_begin) const { return key_offset() + i + 1 - j_begin; }
-};
 
 template <typename T>
 inline T dot(const T* a, const T* b, int64_t n) {
@@ -69,7 +55,7 @@ void zero_tail(T* row, int64_t visible, int64_t keys) {
 }
 
 template <typename T>
-void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s, T scale,
+void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionDims& s, T scale,
                               GemmLibrary library) {
   const int64_t dim = s.head_dim, query_blocks = (s.query_len + kQueryBlock - 1) / kQueryBlock;
 #pragma omp parallel if (s.work() > kMinParallelElements)
@@ -94,7 +80,7 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
                            k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
             for (int64_t r = 0; r < queries; ++r) {
               T* row = scores.data() + r * kKeyBlock;
-              const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+              const int64_t visible = std::min(keys, s.visible(i_begin + r) - j_begin);
               zero_tail(row, visible, keys);
               if (visible <= 0) continue;
               const T new_max = std::max(running_max[r], max_of(row, visible));
@@ -124,7 +110,7 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
 
 template <typename T>
 void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
-                               const T* k, const T* v, const AttentionShape& s, T scale, GemmLibrary library) {
+                               const T* k, const T* v, const AttentionDims& s, T scale, GemmLibrary library) {
   const int64_t dim = s.head_dim;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
@@ -157,7 +143,7 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
                              s.kv_stride(), T(0), probs.data(), kKeyBlock);
               for (int64_t r = 0; r < queries; ++r) {
                 T* row = probs.data() + r * kKeyBlock;
-                const int64_t visible = std::min(keys, s.visible_in_block(i_begin + r, j_begin));
+                const int64_t visible = std::min(keys, s.visible(i_begin + r) - j_begin);
                 zero_tail(row, visible, keys);
                 if (visible <= 0) continue;
                 for (int64_t j = 0; j < visible; ++j) row[j] -= lse_h[i_begin + r];
@@ -188,12 +174,32 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
 }
 
 // q [B, Tq, H, D] and k [B, Tk, Hkv, D], checked by the contract.
-AttentionShape attention_shape(const Tensor& q, const Tensor& k) {
+AttentionDims attention_dims(const Tensor& q, const Tensor& k) {
   return {q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
 }
 
+// f32: the tile kernels (cpu_attention_f32.cpp) where the backend uses them, else the kernels above.
+void forward_f32(bool tiles, GemmLibrary library, float* out, float* lse, const float* q, const float* k,
+                 const float* v, const AttentionDims& s, float scale) {
+  if (tiles) {
+    f32_attention_forward(out, lse, q, k, v, s, scale);
+  } else {
+    attention_forward_kernel(out, lse, q, k, v, s, scale, library);
+  }
+}
+
+void backward_f32(bool tiles, GemmLibrary library, float* dq, float* dk, float* dv, const float* dout,
+                  const float* out, const float* lse, const float* q, const float* k, const float* v,
+                  const AttentionDims& s, float scale) {
+  if (tiles) {
+    f32_attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, scale);
+  } else {
+    attention_backward_kernel(dq, dk, dv, dout, out, lse, q, k, v, s, scale, library);
+  }
+}
+
 // bf16 operands (the model's mixed precision): the bf16 kernels (cpu_attention_bf16.cpp) when they take
-// the shape, else the f32 kernels above on f32 copies (exact widening; the outputs rounded once).
+// the shape, else the f32 kernels on f32 copies (exact widening; the outputs rounded once).
 Buffer f32_copy(Backend& backend, const Tensor& t) {
   Buffer copy(backend, t.shape, DType::f32);
   backend.copy(copy, t);
@@ -205,28 +211,31 @@ Buffer f32_copy(Backend& backend, const Tensor& t) {
 void CpuBackend::do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                       const Tensor& v, double scale) {
   const DType dtype = q.dtype == DType::f64 ? DType::f64 : DType::f32;
-  const AttentionShape s = attention_shape(q, k);
+  const AttentionDims s = attention_dims(q, k);
   if (q.dtype == DType::bf16) {
     if (bf16_attention_supported(s.head_dim)) {
       bf16_attention_forward(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(),
-                             v.as<uint16_t>(),
-                             AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
-                             static_cast<float>(scale));
+                             v.as<uint16_t>(), s, static_cast<float>(scale));
       return;
     }
     Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v);
     Buffer out32(*this, out.shape, DType::f32);
-    attention_forward_kernel(out32.tensor().as<float>(), lse.as<float>(), q32.tensor().as<float>(),
-                             k32.tensor().as<float>(), v32.tensor().as<float>(), s, static_cast<float>(scale),
-                             gemm_library_);
+    forward_f32(f32_attention_tiles_, gemm_library_, out32.tensor().as<float>(), lse.as<float>(),
+                q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
+                static_cast<float>(scale));
     copy(out, out32);
     return;
   }
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     SideValues<T> lse_values(lse);
-    attention_forward_kernel(out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
-                             static_cast<T>(scale), gemm_library_);
+    if constexpr (std::is_same_v<T, float>) {
+      forward_f32(f32_attention_tiles_, gemm_library_, out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(),
+                  v.as<T>(), s, static_cast<T>(scale));
+    } else {
+      attention_forward_kernel(out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
+                               static_cast<T>(scale), gemm_library_);
+    }
     lse_values.store();
   });
 }
@@ -235,24 +244,23 @@ void CpuBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_ou
                                        const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
                                        const Tensor& k, const Tensor& v, double scale) {
   const DType dtype = q.dtype == DType::f64 ? DType::f64 : DType::f32;
-  const AttentionShape s = attention_shape(q, k);
+  const AttentionDims s = attention_dims(q, k);
   // gradients (the contract): the operands' dtype, or f32 or bf16 when the operands are bf16
   if (q.dtype == DType::bf16) {
     if (bf16_attention_supported(s.head_dim)) {
       bf16_attention_backward(dq_out.data, dq_out.dtype == DType::bf16, dk_out.data, dk_out.dtype == DType::bf16,
                              dv_out.data, dv_out.dtype == DType::bf16, dout.as<uint16_t>(), out.as<uint16_t>(),
-                             lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
-                             AttentionDims{s.batch, s.query_len, s.key_len, s.heads, s.kv_heads, s.head_dim},
+                             lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), s,
                              static_cast<float>(scale));
       return;
     }
     Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v),
            dout32 = f32_copy(*this, dout), out32 = f32_copy(*this, out);
     Buffer dq32(*this, q.shape, DType::f32), dk32(*this, k.shape, DType::f32), dv32(*this, k.shape, DType::f32);
-    attention_backward_kernel(dq32.tensor().as<float>(), dk32.tensor().as<float>(), dv32.tensor().as<float>(),
-                              dout32.tensor().as<float>(), out32.tensor().as<float>(), lse.as<float>(),
-                              q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
-                              static_cast<float>(scale), gemm_library_);
+    backward_f32(f32_attention_tiles_, gemm_library_, dq32.tensor().as<float>(), dk32.tensor().as<float>(),
+                 dv32.tensor().as<float>(), dout32.tensor().as<float>(), out32.tensor().as<float>(), lse.as<float>(),
+                 q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
+                 static_cast<float>(scale));
     copy(dq_out, dq32);
     copy(dk_out, dk32);
     copy(dv_out, dv32);
@@ -262,9 +270,15 @@ void CpuBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_ou
     using T = decltype(zero);
     SideValues<T> lse_values(lse);
     lse_values.load();
-    attention_backward_kernel(dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(), dout.as<T>(), out.as<T>(),
-                              lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale),
-                              gemm_library_);
+    if constexpr (std::is_same_v<T, float>) {
+      backward_f32(f32_attention_tiles_, gemm_library_, dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(),
+                   dout.as<T>(), out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
+                   static_cast<T>(scale));
+    } else {
+      attention_backward_kernel(dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(), dout.as<T>(), out.as<T>(),
+                                lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale),
+                                gemm_library_);
+    }
   });
 }
 

@@ -66,17 +66,6 @@ using vnni::transpose_bf16;
 
 constexpr int64_t kTile = 64;  // queries and keys per block of scores
 
-int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
-
-// A row stride (in elements) of at least `elements` whose size is an odd number of 64-byte lines. Tiles
-// load and store 16 rows at a time; rows a power of two of lines apart (512 keys of f32: 2 KB) map to
-// a few L1 sets only and evict each other, an odd number of lines apart they spread over all sets.
-int64_t spread_stride(int64_t elements, int64_t element_bytes) {
-  const int64_t per_line = 64 / element_bytes;
-  const int64_t lines = (elements + per_line - 1) / per_line;
-  return (lines % 2 == 0 ? lines + 1 : lines) * per_line;
-}
-
 // Each thread's work arrays (work_array.h; fresh ones per call were ~7% of the kernels' samples).
 struct ForwardWork {
   std::vector<uint32_t> kt, vv;  // the calling thread's: K and V packed for every (batch, kv head)
@@ -155,19 +144,6 @@ void store_row(uint16_t* dst, const float* src, int64_t n) {  // n a multiple of
   for (int64_t i = 0; i < n; i += 16) simd::store_bf16(dst + i, _mm512_loadu_ps(src + i));
 }
 
-struct Layout {
-  AttentionDims d;
-  int64_t group() const { return d.heads / d.kv_heads; }
-  int64_t key_offset() const { return d.key_len - d.query_len; }
-  int64_t q_stride() const { return d.heads * d.head_dim; }
-  int64_t kv_stride() const { return d.kv_heads * d.head_dim; }
-  int64_t q_row(int64_t b, int64_t t, int64_t h) const { return ((b * d.query_len + t) * d.heads + h) * d.head_dim; }
-  int64_t kv_row(int64_t b, int64_t t, int64_t g) const {
-    return ((b * d.key_len + t) * d.kv_heads + g) * d.head_dim;
-  }
-  int64_t lse_row(int64_t b, int64_t h) const { return (b * d.heads + h) * d.query_len; }
-};
-
 }  // namespace
 
 bool bf16_attention_supported(int64_t head_dim) {
@@ -180,7 +156,7 @@ std::string bf16_attention_engine() { return amx_usable() ? "AMX tiles" : "AVX51
 
 void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                             const AttentionDims& dims, float scale) {
-  const Layout s{dims};
+  const AttentionDims& s = dims;
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len;
   const int64_t tk_pad = round_up(Tk, kTile), heads_kv = dims.batch * dims.kv_heads;
   const int64_t kt_stride = spread_stride(tk_pad, 4);  // words per row of packed K
@@ -260,7 +236,7 @@ void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const 
 void bf16_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, void* dv, bool dv_bf16,
                              const uint16_t* dout, const uint16_t* out, const float* lse, const uint16_t* q,
                              const uint16_t* k, const uint16_t* v, const AttentionDims& dims, float scale) {
-  const Layout s{dims};
+  const AttentionDims& s = dims;
   const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len, G = s.group();
   const int64_t tq_pad = round_up(Tq, kTile), tk_pad = round_up(Tk, kTile);
   // Row strides over all the queries: of 32-bit rows (Q and dO packed over columns, dQ^T, and the

@@ -6,11 +6,9 @@
 #include <cstdint>
 #include <string>
 
-namespace ct {
+#include "backend/cpu/attention_layout.h"
 
-struct AttentionDims {
-  int64_t batch, query_len, key_len, heads, kv_heads, head_dim;
-};
+namespace ct {
 
 // The build has the kernels (AVX512-BF16, which every AMX CPU also has), the CPU level in use is
 // avx512_bf16 or above (cpu_level.h), head_dim is a multiple of 32 (one tile row of bf16) and

@@ -11,9 +11,11 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/cpu_attention_bf16.h"
+#include "backend/cpu/cpu_attention_f32.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_level.h"
+#include "backend/cpu/kernel_switch.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "backend/gemm_peak.h"
 #include "backend/parallel/launch.h"
@@ -41,6 +43,8 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
   if (gemm_library_ == GemmLibrary::blis) blis_set_threads(threads_);  // BLIS runs one thread unless told
   amx_usable();  // asks the kernel for AMX tile data once, before any kernel needs it (amx.h)
+  f32_attention_tiles_ = f32_attention_built() && cpu_level_at_least(CpuLevel::avx2) &&
+                         !switched_off("CLOCKTRAIN_CPU_F32_ATTENTION");
   switch (options.matmul_precision) {
     case MatmulPrecision::automatic:
       matmul_bf16_ = bf16_engine;
@@ -85,6 +89,7 @@ std::string CpuBackend::device_description() const {
                            : "; bf16 matmuls: oneDNN, ",
                        amx_status(), "; bf16 attention: ",
                        bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
+  description += str("; f32 attention: ", f32_attention_tiles_ ? "AVX2 FMA register blocks" : "tiles through the f32 GEMM");
   description += "; peak " + peak_.describe(matmul_bf16_);
   if (group_) description += str("; rank ", group_->rank(), " of ", group_->size(), " (", group_->library_version(), ")");
   return description;

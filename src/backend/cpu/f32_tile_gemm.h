@@ -1,0 +1,207 @@
+#pragma once
+// C (+)= alpha A B in f32 on AVX2 FMA, for kernels that multiply many small blocks whose operands they
+// pack once and reuse (the f32 attention kernels, cpu_attention_f32.cpp). A GEMM library call per
+// block packs both operands every time and cannot skip the zeros a causal mask leaves; here each
+// block of rows of C says which columns and which terms of the sum it needs.
+//
+// Operands:
+// - A is read through strides, A(r, p) = a[r * a_row + p * a_col], one element at a time (a broadcast),
+//   so a row-major matrix and a transposed one are read alike.
+// - B is read 16 columns at a time: element (p, n) at b[(n / 16) * panel_stride + p * term_stride +
+//   n % 16]. A row-major B (row stride ld) is term_stride = ld, panel_stride = 16, read in place; a
+//   B that is the transpose of a row-major matrix is packed first into panels of 16 columns
+//   (pack_columns_into_panels: term_stride = 16, zero past the last column), so that one term of a
+//   panel is 64 consecutive bytes and a panel is read front to back.
+//
+// Register block: 6 rows x 16 columns of C (12 ymm accumulators) kept over all the terms; per term p,
+// 2 loads of B and 6 broadcasts of A feed 12 FMAs (the FMA units, not the loads, set the pace).
+// Every element of C sums its terms in order of p from zero, then C = alpha sum (+ C): the result
+// does not depend on the blocking, the thread or the row block's neighbours.
+//
+// Built where the compiler targets AVX2 and FMA (-march=native on every CPU clocktrain supports,
+// docs/cpu.md); CLOCKTRAIN_F32_TILES says so.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define CLOCKTRAIN_F32_TILES 1
+#include <immintrin.h>
+
+namespace ct::f32_tiles {
+
+constexpr int64_t kPanel = 16;  // columns per panel of B and per register block of C
+constexpr int kRowBlock = 6;    // rows per register block of C
+
+// What one block of rows of C needs: columns [n_begin, n_end) (widened to whole panels, clipped to
+// the product's n) and terms [p_begin, p_end) of the sum (clipped to >= 0; none: C = alpha 0 (+ C)).
+struct BlockRange {
+  int64_t n_begin, n_end, p_begin, p_end;
+};
+
+namespace detail {
+
+// Lanes [0, count) of 8 for a masked load (count clipped to [0, 8]).
+inline __m256i lanes_below(int64_t count) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))), lane);
+}
+
+// Rows [0, kRows) of C, columns [0, columns) (columns <= 16), over `terms` terms. kPartial: fewer than
+// 16 columns, B read through masked loads (a row-major B ends at its last column).
+template <int kRows, bool kPartial>
+inline void block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                  int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
+  const __m256i mask_lo = lanes_below(columns), mask_hi = lanes_below(columns - 8);
+  // (every loop over r fully unrolled, so that GCC keeps acc in registers: without the pragmas it
+  // also stored all 12 accumulators to the stack on every term)
+  __m256 acc[kRows][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < terms; ++p) {
+    const float* b_p = b + p * term_stride;
+    __m256 b0, b1;
+    if constexpr (kPartial) {
+      b0 = _mm256_maskload_ps(b_p, mask_lo);
+      b1 = _mm256_maskload_ps(b_p + 8, mask_hi);
+    } else {
+      b0 = _mm256_loadu_ps(b_p);
+      b1 = _mm256_loadu_ps(b_p + 8);
+    }
+    const float* a_p = a + p * a_col;
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a_p + r * a_row);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  const __m256 alpha_v = _mm256_set1_ps(alpha);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    float* row = c + r * ldc;
+    __m256 lo = _mm256_mul_ps(acc[r][0], alpha_v), hi = _mm256_mul_ps(acc[r][1], alpha_v);
+    if constexpr (!kPartial) {
+      if (accumulate) {
+        lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+        hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+      }
+      _mm256_storeu_ps(row, lo);
+      _mm256_storeu_ps(row + 8, hi);
+    } else {  // the last panel of a product whose n is not a multiple of 16
+      alignas(32) float sums[kPanel];
+      _mm256_store_ps(sums, lo);
+      _mm256_store_ps(sums + 8, hi);
+      for (int64_t n = 0; n < columns; ++n) row[n] = accumulate ? row[n] + sums[n] : sums[n];
+    }
+  }
+}
+
+// The 8 x 8 block at src (row stride src_stride) transposed into dst (row stride dst_stride): 32-bit
+// pairs, then 64-bit pairs, then 128-bit halves interleaved.
+inline void transpose_8x8(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+// Rows [0, kRows) of C, from column `first_column` (a multiple of 16) to n_end, over `terms` terms.
+template <int kRows>
+inline void row_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                      int64_t panel_stride, int64_t term_stride, int64_t first_column, int64_t n_end, int64_t n,
+                      int64_t terms, float alpha, bool accumulate) {
+  for (int64_t j = first_column; j < n_end; j += kPanel) {
+    const float* b_block = b + j / kPanel * panel_stride;
+    const int64_t columns = std::min(kPanel, n - j);
+    if (columns == kPanel) {
+      block<kRows, false>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
+    } else {
+      block<kRows, true>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
+    }
+  }
+}
+
+}  // namespace detail
+
+// The B operand: where (p, n) is (above).
+struct Operand {
+  const float* data;
+  int64_t panel_stride, term_stride;
+};
+
+// A row-major B (row stride ld), read in place.
+inline Operand rows_of(const float* b, int64_t ld) { return {b, kPanel, ld}; }
+// B packed by pack_columns_into_panels with panels panel_stride floats apart.
+inline Operand panels_of(const float* b, int64_t panel_stride) { return {b, panel_stride, kPanel}; }
+
+// C[m x n] (row stride ldc) = alpha A B (+ C when accumulate). ranges(first_row, last_row) gives each
+// block of rows its BlockRange; C outside the columns it names is not written.
+template <typename Ranges>
+void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
+             int64_t n, float alpha, bool accumulate, Ranges ranges) {
+  for (int64_t i = 0; i < m; i += kRowBlock) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRowBlock, m - i));
+    const BlockRange range = ranges(i, i + rows - 1);
+    const int64_t p_begin = std::max<int64_t>(range.p_begin, 0), terms = std::max<int64_t>(range.p_end - p_begin, 0);
+    const int64_t first_column = range.n_begin / kPanel * kPanel, n_end = std::min(n, range.n_end);
+    float* c_rows = c + i * ldc;
+    const float* a_rows = a + i * a_row + p_begin * a_col;
+    const float* b_terms = b.data + p_begin * b.term_stride;
+    auto run = [&](auto rows_constant) {
+      detail::row_block<decltype(rows_constant)::value>(c_rows, ldc, a_rows, a_row, a_col, b_terms, b.panel_stride,
+                                                        b.term_stride, first_column, n_end, n, terms, alpha,
+                                                        accumulate);
+    };
+    switch (rows) {
+      case 6: run(std::integral_constant<int, 6>{}); break;
+      case 5: run(std::integral_constant<int, 5>{}); break;
+      case 4: run(std::integral_constant<int, 4>{}); break;
+      case 3: run(std::integral_constant<int, 3>{}); break;
+      case 2: run(std::integral_constant<int, 2>{}); break;
+      default: run(std::integral_constant<int, 1>{}); break;
+    }
+  }
+}
+
+// The whole product: every block of rows needs every column and every term.
+inline void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
+                    int64_t n, int64_t k, float alpha, bool accumulate) {
+  product(c, ldc, a, a_row, a_col, b, m, n, alpha, accumulate, [&](int64_t, int64_t) { return BlockRange{0, n, 0, k}; });
+}
+
+// Floats one panel needs for `terms` terms.
+inline int64_t panel_floats(int64_t terms) { return terms * kPanel; }
+
+// B = X^T, X `columns` rows of `terms` floats (row stride x_stride): panels of B (n = row of X,
+// p = column of X), by 8 x 8 transposes where whole, element by element at the edges.
+inline void pack_columns_into_panels(const float* x, int64_t x_stride, int64_t columns, int64_t terms, float* panels,
+                                     int64_t panel_stride) {
+  for (int64_t j = 0; j < columns; j += kPanel) {
+    float* panel = panels + j / kPanel * panel_stride;
+    for (int64_t half = 0; half < kPanel; half += 8) {
+      const int64_t n0 = j + half, rows = std::clamp<int64_t>(columns - n0, 0, 8);
+      int64_t p = 0;
+      if (rows == 8)
+        for (; p + 8 <= terms; p += 8) detail::transpose_8x8(x + n0 * x_stride + p, x_stride, panel + p * kPanel + half, kPanel);
+      for (; p < terms; ++p)
+        for (int64_t r = 0; r < 8; ++r) panel[p * kPanel + half + r] = r < rows ? x[(n0 + r) * x_stride + p] : 0.0f;
+    }
+  }
+}
+
+}  // namespace ct::f32_tiles
+
+#endif
