@@ -41,14 +41,16 @@ void check_case(const Case& cs) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   // A(r, p): row-major [m x k] with a padded row, or the transpose of a row-major [k x m]
   const int64_t a_ld = (cs.transposed_a ? cs.m : cs.k) + 3;
-  std::vector<float> a(static_cast<size_t>((cs.transposed_a ? cs.k : cs.m) * a_ld), std::nanf(""));
+  // (at least one element: with k = 0 an empty vector's data() would be null, and the kernel still
+  // forms addresses from A and B, which it never reads then)
+  std::vector<float> a(static_cast<size_t>(std::max<int64_t>((cs.transposed_a ? cs.k : cs.m) * a_ld, 1)), std::nanf(""));
   auto a_at = [&](int64_t r, int64_t p) -> float& {
     return a[static_cast<size_t>(cs.transposed_a ? p * a_ld + r : r * a_ld + p)];
   };
   for (int64_t r = 0; r < cs.m; ++r)
     for (int64_t p = 0; p < cs.k; ++p) a_at(r, p) = value(gen);
   // B(p, n): row-major [k x n], exactly k * n floats (no padding to read by mistake)
-  std::vector<float> b(static_cast<size_t>(cs.k * cs.n));
+  std::vector<float> b(static_cast<size_t>(std::max<int64_t>(cs.k * cs.n, 1)));
   for (float& x : b) x = value(gen);
   std::vector<float> panels;
   f32_tiles::Operand operand = f32_tiles::rows_of(b.data(), cs.n);
