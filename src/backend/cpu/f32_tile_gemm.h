@@ -1,5 +1,5 @@
 #pragma once
-// C (+)= alpha A B in f32 on AVX2 FMA, for kernels that multiply many small blocks whose operands they
+// C (+)= alpha A B in f32 on AVX2 FMA (or AVX-512), for kernels that multiply many small blocks whose operands they
 // pack once and reuse (the f32 attention kernels, cpu_attention_f32.cpp). A GEMM library call per
 // block packs both operands every time and cannot skip the zeros a causal mask leaves; here each
 // block of rows of C says which columns and which terms of the sum it needs.
@@ -14,7 +14,10 @@
 //   panel is 64 consecutive bytes and a panel is read front to back.
 //
 // Register block: 6 rows x 16 columns of C (12 ymm accumulators) kept over all the terms; per term p,
-// 2 loads of B and 6 broadcasts of A feed 12 FMAs (the FMA units, not the loads, set the pace).
+// 2 loads of B and 6 broadcasts of A feed 12 FMAs (the FMA units, not the loads, set the pace). At the
+// avx512 level and above (cpu_level.h) 12 rows x 16 columns, one zmm accumulator per row: 1 load of B
+// and 12 broadcasts feed 12 FMAs of twice the width, the same panels (the GEMM library's AVX-512
+// kernels beat the AVX2 blocks there: docs/performance-journal.md).
 // Every element of C sums its terms in order of p from zero, then C = alpha sum (+ C): the result
 // does not depend on the blocking, the thread or the row block's neighbours.
 //
@@ -24,6 +27,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backend/cpu/cpu_level.h"
+#include "backend/cpu/simd_math.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #define CLOCKTRAIN_F32_TILES 1
 #include <immintrin.h>
@@ -31,7 +37,17 @@
 namespace ct::f32_tiles {
 
 constexpr int64_t kPanel = 16;  // columns per panel of B and per register block of C
-constexpr int kRowBlock = 6;    // rows per register block of C
+
+// Rows per register block of C: 12 where the zmm blocks run (wide_blocks()), else 6.
+inline bool wide_blocks() {
+#ifdef CLOCKTRAIN_SIMD_AVX512
+  static const bool wide = cpu_level_at_least(CpuLevel::avx512);
+  return wide;
+#else
+  return false;
+#endif
+}
+inline int row_block_height() { return wide_blocks() ? 12 : 6; }
 
 // What one block of rows of C needs: columns [n_begin, n_end) (widened to whole panels, clipped to
 // the product's n) and terms [p_begin, p_end) of the sum (clipped to >= 0; none: C = alpha 0 (+ C)).
@@ -118,14 +134,46 @@ inline void transpose_8x8(const float* src, int64_t src_stride, float* dst, int6
   }
 }
 
-// Rows [0, kRows) of C, from column `first_column` (a multiple of 16) to n_end, over `terms` terms.
+#ifdef CLOCKTRAIN_SIMD_AVX512
+// block() with one zmm accumulator per row; masked loads of B and C cover a partial panel.
 template <int kRows>
+inline void wide_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                       int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
+  const __mmask16 mask = simd::tail_mask(columns);
+  __m512 acc[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < terms; ++p) {
+    const __m512 b_p = _mm512_maskz_loadu_ps(mask, b + p * term_stride);
+    const float* a_p = a + p * a_col;
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a_p[r * a_row]), b_p, acc[r]);
+  }
+  const __m512 alpha_v = _mm512_set1_ps(alpha);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* row = c + r * ldc;
+    __m512 sums = _mm512_mul_ps(acc[r], alpha_v);
+    if (accumulate) sums = _mm512_add_ps(sums, _mm512_maskz_loadu_ps(mask, row));
+    _mm512_mask_storeu_ps(row, mask, sums);
+  }
+}
+#endif
+
+// Rows [0, kRows) of C, from column `first_column` (a multiple of 16) to n_end, over `terms` terms.
+template <int kRows, bool kWide>
 inline void row_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
                       int64_t panel_stride, int64_t term_stride, int64_t first_column, int64_t n_end, int64_t n,
                       int64_t terms, float alpha, bool accumulate) {
   for (int64_t j = first_column; j < n_end; j += kPanel) {
     const float* b_block = b + j / kPanel * panel_stride;
     const int64_t columns = std::min(kPanel, n - j);
+#ifdef CLOCKTRAIN_SIMD_AVX512
+    if constexpr (kWide) {
+      wide_block<kRows>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
+      continue;
+    }
+#endif
     if (columns == kPanel) {
       block<kRows, false>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
     } else {
@@ -147,32 +195,48 @@ inline Operand rows_of(const float* b, int64_t ld) { return {b, kPanel, ld}; }
 // B packed by pack_columns_into_panels with panels panel_stride floats apart.
 inline Operand panels_of(const float* b, int64_t panel_stride) { return {b, panel_stride, kPanel}; }
 
-// C[m x n] (row stride ldc) = alpha A B (+ C when accumulate). ranges(first_row, last_row) gives each
-// block of rows its BlockRange; C outside the columns it names is not written.
-template <typename Ranges>
-void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
-             int64_t n, float alpha, bool accumulate, Ranges ranges) {
-  for (int64_t i = 0; i < m; i += kRowBlock) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRowBlock, m - i));
+namespace detail {
+
+// fn(std::integral_constant<int, rows>{}) for 1 <= rows <= kMax.
+template <int kMax, typename Fn>
+inline void with_rows(int rows, Fn&& fn) {
+  if constexpr (kMax > 1) {
+    if (rows < kMax) return with_rows<kMax - 1>(rows, fn);
+  }
+  fn(std::integral_constant<int, kMax>{});
+}
+
+template <bool kWide, typename Ranges>
+void product_blocks(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
+                    int64_t n, float alpha, bool accumulate, Ranges& ranges) {
+  constexpr int kHeight = kWide ? 12 : 6;
+  for (int64_t i = 0; i < m; i += kHeight) {
+    const int rows = static_cast<int>(std::min<int64_t>(kHeight, m - i));
     const BlockRange range = ranges(i, i + rows - 1);
     const int64_t p_begin = std::max<int64_t>(range.p_begin, 0), terms = std::max<int64_t>(range.p_end - p_begin, 0);
     const int64_t first_column = range.n_begin / kPanel * kPanel, n_end = std::min(n, range.n_end);
     float* c_rows = c + i * ldc;
     const float* a_rows = a + i * a_row + p_begin * a_col;
     const float* b_terms = b.data + p_begin * b.term_stride;
-    auto run = [&](auto rows_constant) {
-      detail::row_block<decltype(rows_constant)::value>(c_rows, ldc, a_rows, a_row, a_col, b_terms, b.panel_stride,
-                                                        b.term_stride, first_column, n_end, n, terms, alpha,
-                                                        accumulate);
-    };
-    switch (rows) {
-      case 6: run(std::integral_constant<int, 6>{}); break;
-      case 5: run(std::integral_constant<int, 5>{}); break;
-      case 4: run(std::integral_constant<int, 4>{}); break;
-      case 3: run(std::integral_constant<int, 3>{}); break;
-      case 2: run(std::integral_constant<int, 2>{}); break;
-      default: run(std::integral_constant<int, 1>{}); break;
-    }
+    with_rows<kHeight>(rows, [&](auto rows_constant) {
+      row_block<decltype(rows_constant)::value, kWide>(c_rows, ldc, a_rows, a_row, a_col, b_terms, b.panel_stride,
+                                                       b.term_stride, first_column, n_end, n, terms, alpha, accumulate);
+    });
+  }
+}
+
+}  // namespace detail
+
+// C[m x n] (row stride ldc) = alpha A B (+ C when accumulate). ranges(first_row, last_row) gives each
+// block of rows (row_block_height() rows, fewer at the end) its BlockRange; C outside the columns it
+// names is not written.
+template <typename Ranges>
+void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
+             int64_t n, float alpha, bool accumulate, Ranges ranges) {
+  if (wide_blocks()) {
+    detail::product_blocks<true>(c, ldc, a, a_row, a_col, b, m, n, alpha, accumulate, ranges);
+  } else {
+    detail::product_blocks<false>(c, ldc, a, a_row, a_col, b, m, n, alpha, accumulate, ranges);
   }
 }
 
