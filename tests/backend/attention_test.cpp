@@ -192,7 +192,7 @@ TEST(Attention, TileKernelsMatchGemmLibraryTiles) {
   EXPECT_NE(library->device_description().find("f32 attention: tiles through the f32 GEMM"), std::string::npos)
       << library->device_description();
 #ifdef __AVX2__
-  EXPECT_NE(tiles->device_description().find("f32 attention: AVX2 FMA register blocks"), std::string::npos)
+  EXPECT_NE(tiles->device_description().find("f32 attention: register blocks"), std::string::npos)
       << tiles->device_description();
 #endif
   for (const AttentionCase& a : {AttentionCase{2, 130, 130, 4, 2, 24}, AttentionCase{1, 3, 70, 2, 2, 16}}) {

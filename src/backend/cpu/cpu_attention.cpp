@@ -15,8 +15,8 @@
 // Three kernel families compute this. Here, for f64 (the reference precision) and for f32 where the
 // tile kernels are not in use: both passes work on [64 queries x 64 keys] tiles whose products
 // (Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q) go through the GEMM library, called from inside the
-// parallel region where it runs on the calling thread. f32 on AVX2 FMA register blocks:
-// cpu_attention_f32.cpp. bf16 operands on AMX tiles or AVX512-BF16: cpu_attention_bf16.cpp.
+// parallel region where it runs on the calling thread. f32 on register blocks (AVX2 FMA or
+// AVX-512): cpu_attention_f32.cpp. bf16 operands on AMX tiles or AVX512-BF16: cpu_attention_bf16.cpp.
 //
 // Parallelism: the forward pass runs one task per (batch, head, block of queries); the backward pass
 // one task per (batch, kv head), which owns dk and dv of that head and dq of its query heads, so

@@ -82,6 +82,7 @@ struct BackwardWork {
 }  // namespace
 
 bool f32_attention_built() { return true; }
+bool f32_tiles_on_avx512() { return f32_tiles::wide_blocks(); }
 
 void f32_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionDims& s, float scale) {
@@ -213,6 +214,7 @@ void f32_attention_backward(float* dq, float* dk, float* dv, const float* dout, 
 #else
 
 bool f32_attention_built() { return false; }
+bool f32_tiles_on_avx512() { return false; }
 
 void f32_attention_forward(float*, float*, const float*, const float*, const float*, const AttentionDims&, float) {
   fail("attention_forward: the f32 tile kernels are not built (they need AVX2 and FMA, -march=native)");

@@ -89,7 +89,10 @@ std::string CpuBackend::device_description() const {
                            : "; bf16 matmuls: oneDNN, ",
                        amx_status(), "; bf16 attention: ",
                        bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
-  description += str("; f32 attention: ", f32_attention_tiles_ ? "AVX2 FMA register blocks" : "tiles through the f32 GEMM");
+  const char* f32_attention = !f32_attention_tiles_ ? "tiles through the f32 GEMM"
+                              : f32_tiles_on_avx512() ? "register blocks (AVX-512)"
+                                                      : "register blocks (AVX2 FMA)";
+  description += str("; f32 attention: ", f32_attention);
   description += "; peak " + peak_.describe(matmul_bf16_);
   if (group_) description += str("; rank ", group_->rank(), " of ", group_->size(), " (", group_->library_version(), ")");
   return description;

@@ -1,8 +1,8 @@
 #pragma once
-// C (+)= alpha A B in f32 on AVX2 FMA (or AVX-512), for kernels that multiply many small blocks whose operands they
-// pack once and reuse (the f32 attention kernels, cpu_attention_f32.cpp). A GEMM library call per
-// block packs both operands every time and cannot skip the zeros a causal mask leaves; here each
-// block of rows of C says which columns and which terms of the sum it needs.
+// C (+)= alpha A B in f32 on AVX2 FMA (or AVX-512), for kernels that multiply many small blocks whose
+// operands they pack once and reuse (the f32 attention kernels, cpu_attention_f32.cpp). A GEMM
+// library call per block packs both operands every time and cannot skip the zeros a causal mask
+// leaves; here each block of rows of C says which columns and which terms of the sum it needs.
 //
 // Operands:
 // - A is read through strides, A(r, p) = a[r * a_row + p * a_col], one element at a time (a broadcast),
@@ -68,7 +68,7 @@ inline __m256i lanes_below(int64_t count) {
 template <int kRows, bool kPartial>
 inline void block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
                   int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
-  const __m256i mask_lo = lanes_below(columns), mask_hi = lanes_below(columns - 8);
+  [[maybe_unused]] const __m256i mask_lo = lanes_below(columns), mask_hi = lanes_below(columns - 8);  // kPartial
   // (every loop over r fully unrolled, so that GCC keeps acc in registers: without the pragmas it
   // also stored all 12 accumulators to the stack on every term)
   __m256 acc[kRows][2];
