@@ -44,7 +44,8 @@ void check_case(const Case& cs) {
   const int64_t a_ld = (cs.transposed_a ? cs.m : cs.k) + 3;
   // (at least one element: with k = 0 an empty vector's data() would be null, and the kernel still
   // forms addresses from A and B, which it never reads then)
-  std::vector<float> a(static_cast<size_t>(std::max<int64_t>((cs.transposed_a ? cs.k : cs.m) * a_ld, 1)), std::nanf(""));
+  const int64_t a_rows = cs.transposed_a ? cs.k : cs.m;
+  std::vector<float> a(static_cast<size_t>(std::max<int64_t>(a_rows * a_ld, 1)), std::nanf(""));
   auto a_at = [&](int64_t r, int64_t p) -> float& {
     return a[static_cast<size_t>(cs.transposed_a ? p * a_ld + r : r * a_ld + p)];
   };
@@ -126,7 +127,8 @@ TEST(F32TileGemm, RowMajorBIsNeverReadPastItsLastColumn) {
     float* b = reinterpret_cast<float*>(static_cast<char*>(base) + mapped - bytes);
     for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>(i % 7) - 3.0f;
     std::vector<float> a(static_cast<size_t>(m * k), 0.5f), c(static_cast<size_t>(m * n), 0.0f);
-    f32_tiles::product(c.data(), n, a.data(), k, 1, f32_tiles::rows_of(b, n), m, n, k, 1.0f, false);
+    f32_tiles::product(c.data(), n, a.data(), k, 1, f32_tiles::rows_of(b, n), m, n, 1.0f, false,
+                       [&](int64_t, int64_t) { return BlockRange{0, n, 0, k}; });
     for (int64_t j = 0; j < n; ++j) {
       double expected = 0;
       for (int64_t p = 0; p < k; ++p) expected += 0.5 * b[p * n + j];

@@ -57,54 +57,50 @@ void zero_tail(T* row, int64_t visible, int64_t keys) {
 template <typename T>
 void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionDims& s, T scale,
                               GemmLibrary library) {
-  const int64_t dim = s.head_dim, query_blocks = (s.query_len + kQueryBlock - 1) / kQueryBlock;
+  const int64_t dim = s.head_dim;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
     std::vector<T> scores(kQueryBlock * kKeyBlock), acc(static_cast<size_t>(kQueryBlock * dim));
     T running_max[kQueryBlock], running_sum[kQueryBlock];
-#pragma omp for collapse(3) schedule(dynamic)
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t h = 0; h < s.heads; ++h)
-        for (int64_t block = 0; block < query_blocks; ++block) {
-          const int64_t g = h / s.group();
-          const int64_t i_begin = block * kQueryBlock, queries = std::min(s.query_len - i_begin, kQueryBlock);
-          const int64_t key_end = s.key_offset() + i_begin + queries;  // keys the block's last query sees
-          const T* q_block = q + s.q_row(b, i_begin, h);
-          std::fill(acc.begin(), acc.end(), T(0));
-          std::fill(running_max, running_max + kQueryBlock, -INFINITY);
-          std::fill(running_sum, running_sum + kQueryBlock, T(0));
-          for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
-            const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
-            // scores = scale Q K^T for this tile
-            gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
-                           k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
-            for (int64_t r = 0; r < queries; ++r) {
-              T* row = scores.data() + r * kKeyBlock;
-              const int64_t visible = std::min(keys, s.visible(i_begin + r) - j_begin);
-              zero_tail(row, visible, keys);
-              if (visible <= 0) continue;
-              const T new_max = std::max(running_max[r], max_of(row, visible));
-              const T correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
-              for (int64_t j = 0; j < visible; ++j) row[j] -= new_max;
-              exp_in_place(row, visible);  // row = exp(s - m'), the unnormalised probabilities
-              running_sum[r] = running_sum[r] * correction + sum_of(row, visible);
-              running_max[r] = new_max;
-              if (correction != T(1)) {
-                T* acc_row = acc.data() + r * dim;
-                for (int64_t d = 0; d < dim; ++d) acc_row[d] *= correction;
-              }
-            }
-            // acc += P V
-            gemm_row_major(library, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
-                           v + s.kv_row(b, j_begin, g), s.kv_stride(), T(1), acc.data(), dim);
-          }
-          for (int64_t r = 0; r < queries; ++r) {
-            T* out_row = out + s.q_row(b, i_begin + r, h);
-            const T inv_sum = T(1) / running_sum[r];
-            for (int64_t d = 0; d < dim; ++d) out_row[d] = acc[static_cast<size_t>(r * dim + d)] * inv_sum;
-            lse[s.lse_row(b, h) + i_begin + r] = running_max[r] + std::log(running_sum[r]);
+    for_each_query_block(s, kQueryBlock, [&](const QueryBlock& block) {
+      const int64_t b = block.batch, h = block.head, g = block.kv_head;
+      const int64_t i_begin = block.first, queries = block.count, key_end = block.key_end;
+      const T* q_block = q + s.q_row(b, i_begin, h);
+      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(running_max, running_max + kQueryBlock, -INFINITY);
+      std::fill(running_sum, running_sum + kQueryBlock, T(0));
+      for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
+        const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
+        // scores = scale Q K^T for this tile
+        gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
+                       k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
+        for (int64_t r = 0; r < queries; ++r) {
+          T* row = scores.data() + r * kKeyBlock;
+          const int64_t visible = std::min(keys, s.visible(i_begin + r) - j_begin);
+          zero_tail(row, visible, keys);
+          if (visible <= 0) continue;
+          const T new_max = std::max(running_max[r], max_of(row, visible));
+          const T correction = std::exp(running_max[r] - new_max);  // 0 on the row's first block
+          for (int64_t j = 0; j < visible; ++j) row[j] -= new_max;
+          exp_in_place(row, visible);  // row = exp(s - m'), the unnormalised probabilities
+          running_sum[r] = running_sum[r] * correction + sum_of(row, visible);
+          running_max[r] = new_max;
+          if (correction != T(1)) {
+            T* acc_row = acc.data() + r * dim;
+            for (int64_t d = 0; d < dim; ++d) acc_row[d] *= correction;
           }
         }
+        // acc += P V
+        gemm_row_major(library, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
+                       v + s.kv_row(b, j_begin, g), s.kv_stride(), T(1), acc.data(), dim);
+      }
+      for (int64_t r = 0; r < queries; ++r) {
+        T* out_row = out + s.q_row(b, i_begin + r, h);
+        const T inv_sum = T(1) / running_sum[r];
+        for (int64_t d = 0; d < dim; ++d) out_row[d] = acc[static_cast<size_t>(r * dim + d)] * inv_sum;
+        lse[s.lse_row(b, h) + i_begin + r] = running_max[r] + std::log(running_sum[r]);
+      }
+    });
   }
 }
 

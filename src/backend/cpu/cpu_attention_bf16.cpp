@@ -157,7 +157,7 @@ std::string bf16_attention_engine() { return amx_usable() ? "AMX tiles" : "AVX51
 void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                             const AttentionDims& dims, float scale) {
   const AttentionDims& s = dims;
-  const int64_t D = dims.head_dim, Tq = dims.query_len, Tk = dims.key_len;
+  const int64_t D = dims.head_dim, Tk = dims.key_len;
   const int64_t tk_pad = round_up(Tk, kTile), heads_kv = dims.batch * dims.kv_heads;
   const int64_t kt_stride = spread_stride(tk_pad, 4);  // words per row of packed K
   const int64_t kt_size = D / 2 * kt_stride, vv_size = tk_pad / 2 * D;
@@ -171,7 +171,6 @@ void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const 
     pack_pairs_over_columns(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt + bg * kt_size, kt_stride);
     pack_pairs_over_rows(v + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, vv + bg * vv_size, tk_pad);
   }
-  const int64_t query_blocks = (Tq + kTile - 1) / kTile;
   const __m512 scale_v = _mm512_set1_ps(scale);
 #pragma omp parallel
   {
@@ -182,53 +181,49 @@ void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const 
     float* scores = work_array(work.scores, kTile * spread_stride(tk_pad, 4));
     float* acc = work_array(work.acc, kTile * D);
     float inv_sum[kTile];
-#pragma omp for collapse(3) schedule(dynamic)
-    for (int64_t b = 0; b < dims.batch; ++b)
-      for (int64_t h = 0; h < dims.heads; ++h)
-        for (int64_t block = 0; block < query_blocks; ++block) {
-          const int64_t bg = b * dims.kv_heads + h / s.group();
-          const int64_t i0 = block * kTile, queries = std::min(Tq - i0, kTile);
-          const int64_t key_end = std::min(Tk, s.key_offset() + i0 + queries);  // keys the last query sees
-          const int64_t keys_pad = round_up(key_end, 32);                         // <= tk_pad: K, V are padded
-          const int64_t s_stride = spread_stride(keys_pad, 4), p_stride = spread_stride(keys_pad, 2);
-          copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block, kTile);
-          // S = Q K^T over every key the block sees, [64 x keys_pad]
-          vnni_gemm(scores, s_stride, q_block, D, kt + bg * kt_size, kt_stride, kTile, keys_pad, D, false);
-          for (int64_t r = 0; r < kTile; ++r) {
-            uint16_t* p_row = probs + r * p_stride;
-            const int64_t visible = r < queries ? std::min(s.key_offset() + i0 + r + 1, Tk) : 0;
-            if (visible <= 0) {  // padding rows: P = 0 keeps their output rows (never stored) finite
-              std::fill(p_row, p_row + keys_pad, uint16_t{0});
-              inv_sum[r] = 0.0f;
-              continue;
-            }
-            const float* s_row = scores + r * s_stride;
-            __m512 max_v = _mm512_set1_ps(-INFINITY);
-            for (int64_t c = 0; c < keys_pad; c += 16)
-              max_v = _mm512_mask_max_ps(max_v, lanes_below(visible - c), max_v, _mm512_loadu_ps(s_row + c));
-            // p = exp(scale (s - max)): the row's exact max, so no rescaling of earlier blocks
-            const float row_max = _mm512_reduce_max_ps(max_v);
-            const __m512 shift = _mm512_set1_ps(scale * row_max);
-            __m512 total = _mm512_setzero_ps();
-            for (int64_t c = 0; c < keys_pad; c += 16) {
-              const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s_row + c), scale_v, shift);
-              const __m512 p = _mm512_maskz_mov_ps(lanes_below(visible - c), simd::exp(x));
-              total = _mm512_add_ps(total, p);
-              simd::store_bf16_flushing(p_row + c, p);
-            }
-            const float sum = _mm512_reduce_add_ps(total);
-            inv_sum[r] = 1.0f / sum;
-            lse[s.lse_row(b, h) + i0 + r] = scale * row_max + std::log(sum);
-          }
-          // O = P V, the accumulators kept in tile registers over all the keys
-          vnni_gemm(acc, D, probs, p_stride, vv + bg * vv_size, D, kTile, D, keys_pad, false);
-          for (int64_t r = 0; r < queries; ++r) {
-            uint16_t* out_row = out + s.q_row(b, i0 + r, h);
-            const __m512 inv = _mm512_set1_ps(inv_sum[r]);
-            for (int64_t d = 0; d < D; d += 16)
-              simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv));
-          }
+    for_each_query_block(s, kTile, [&](const QueryBlock& block) {
+      const int64_t b = block.batch, h = block.head, bg = b * dims.kv_heads + block.kv_head;
+      const int64_t i0 = block.first, queries = block.count, key_end = block.key_end;
+      const int64_t keys_pad = round_up(key_end, 32);  // <= tk_pad: K, V are padded
+      const int64_t s_stride = spread_stride(keys_pad, 4), p_stride = spread_stride(keys_pad, 2);
+      copy_rows(q + s.q_row(b, i0, h), s.q_stride(), queries, D, q_block, kTile);
+      // S = Q K^T over every key the block sees, [64 x keys_pad]
+      vnni_gemm(scores, s_stride, q_block, D, kt + bg * kt_size, kt_stride, kTile, keys_pad, D, false);
+      for (int64_t r = 0; r < kTile; ++r) {
+        uint16_t* p_row = probs + r * p_stride;
+        const int64_t visible = r < queries ? std::min(s.key_offset() + i0 + r + 1, Tk) : 0;
+        if (visible <= 0) {  // padding rows: P = 0 keeps their output rows (never stored) finite
+          std::fill(p_row, p_row + keys_pad, uint16_t{0});
+          inv_sum[r] = 0.0f;
+          continue;
         }
+        const float* s_row = scores + r * s_stride;
+        __m512 max_v = _mm512_set1_ps(-INFINITY);
+        for (int64_t c = 0; c < keys_pad; c += 16)
+          max_v = _mm512_mask_max_ps(max_v, lanes_below(visible - c), max_v, _mm512_loadu_ps(s_row + c));
+        // p = exp(scale (s - max)): the row's exact max, so no rescaling of earlier blocks
+        const float row_max = _mm512_reduce_max_ps(max_v);
+        const __m512 shift = _mm512_set1_ps(scale * row_max);
+        __m512 total = _mm512_setzero_ps();
+        for (int64_t c = 0; c < keys_pad; c += 16) {
+          const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s_row + c), scale_v, shift);
+          const __m512 p = _mm512_maskz_mov_ps(lanes_below(visible - c), simd::exp(x));
+          total = _mm512_add_ps(total, p);
+          simd::store_bf16_flushing(p_row + c, p);
+        }
+        const float sum = _mm512_reduce_add_ps(total);
+        inv_sum[r] = 1.0f / sum;
+        lse[s.lse_row(b, h) + i0 + r] = scale * row_max + std::log(sum);
+      }
+      // O = P V, the accumulators kept in tile registers over all the keys
+      vnni_gemm(acc, D, probs, p_stride, vv + bg * vv_size, D, kTile, D, keys_pad, false);
+      for (int64_t r = 0; r < queries; ++r) {
+        uint16_t* out_row = out + s.q_row(b, i0 + r, h);
+        const __m512 inv = _mm512_set1_ps(inv_sum[r]);
+        for (int64_t d = 0; d < D; d += 16)
+          simd::store_bf16(out_row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * D + d), inv));
+      }
+    });
     end_products();
   }
 }

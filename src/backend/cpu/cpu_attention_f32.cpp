@@ -86,7 +86,7 @@ bool f32_tiles_on_avx512() { return f32_tiles::wide_blocks(); }
 
 void f32_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionDims& s, float scale) {
-  const int64_t D = s.head_dim, Tq = s.query_len, Tk = s.key_len, heads_kv = s.batch * s.kv_heads;
+  const int64_t D = s.head_dim, Tk = s.key_len, heads_kv = s.batch * s.kv_heads;
   const bool parallel = s.work() > kMinParallelElements;
   // K^T: B of S (terms: D, columns: keys)
   const int64_t kt_panel = panel_floats(D), kt_size = panels(Tk) * kt_panel;
@@ -97,42 +97,39 @@ void f32_attention_forward(float* out, float* lse, const float* q, const float* 
     const int64_t b = bg / s.kv_heads, g = bg % s.kv_heads;
     pack_columns_into_panels(k + s.kv_row(b, 0, g), s.kv_stride(), Tk, D, kt + bg * kt_size, kt_panel);
   }
-  const int64_t query_blocks = (Tq + kBlock - 1) / kBlock, s_stride = spread_stride(Tk, 4);
+  const int64_t s_stride = spread_stride(Tk, 4);
 #pragma omp parallel if (parallel)
   {
     static thread_local ForwardWork work;
     float* scores = work_array(work.scores, kBlock * s_stride);
     float* acc = work_array(work.acc, kBlock * D);
     float inv_sum[kBlock];
-#pragma omp for collapse(3) schedule(dynamic)
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t h = 0; h < s.heads; ++h)
-        for (int64_t block = 0; block < query_blocks; ++block) {
-          const int64_t g = h / s.group(), bg = b * s.kv_heads + g;
-          const int64_t i0 = block * kBlock, queries = std::min(Tq - i0, kBlock);
-          const int64_t key_end = s.visible(i0 + queries - 1);  // keys the block's last query sees
-          // S = scale Q K^T, each block of rows over the keys its last query sees
-          product(scores, s_stride, q + s.q_row(b, i0, h), s.q_stride(), 1, panels_of(kt + bg * kt_size, kt_panel),
-                  queries, key_end, scale, false, [&](int64_t, int64_t last) { return BlockRange{0, s.visible(i0 + last), 0, D}; });
-          for (int64_t r = 0; r < queries; ++r) {
-            float* row = scores + r * s_stride;
-            const int64_t visible = s.visible(i0 + r);
-            const float row_max = max_of(row, visible);
-            for (int64_t j = 0; j < visible; ++j) row[j] -= row_max;
-            exp_in_place(row, visible);  // the unnormalised probabilities
-            const float sum = sum_of(row, visible);
-            std::fill(row + visible, row + key_end, 0.0f);  // masked: exact zeros for O's terms
-            inv_sum[r] = 1.0f / sum;
-            lse[s.lse_row(b, h) + i0 + r] = row_max + std::log(sum);
-          }
-          // O = P V, each block of rows over the keys its last query sees
-          product(acc, D, scores, s_stride, 1, rows_of(v + s.kv_row(b, 0, g), s.kv_stride()), queries, D, 1.0f, false,
-                  [&](int64_t, int64_t last) { return BlockRange{0, D, 0, s.visible(i0 + last)}; });
-          for (int64_t r = 0; r < queries; ++r) {
-            float* out_row = out + s.q_row(b, i0 + r, h);
-            for (int64_t d = 0; d < D; ++d) out_row[d] = acc[r * D + d] * inv_sum[r];
-          }
-        }
+    for_each_query_block(s, kBlock, [&](const QueryBlock& block) {
+      const int64_t b = block.batch, h = block.head, g = block.kv_head, bg = b * s.kv_heads + g;
+      const int64_t i0 = block.first, queries = block.count, key_end = block.key_end;
+      // S = scale Q K^T, each block of rows over the keys its last query sees
+      product(scores, s_stride, q + s.q_row(b, i0, h), s.q_stride(), 1, panels_of(kt + bg * kt_size, kt_panel),
+              queries, key_end, scale, false,
+              [&](int64_t, int64_t last) { return BlockRange{0, s.visible(i0 + last), 0, D}; });
+      for (int64_t r = 0; r < queries; ++r) {
+        float* row = scores + r * s_stride;
+        const int64_t visible = s.visible(i0 + r);
+        const float row_max = max_of(row, visible);
+        for (int64_t j = 0; j < visible; ++j) row[j] -= row_max;
+        exp_in_place(row, visible);  // the unnormalised probabilities
+        const float sum = sum_of(row, visible);
+        std::fill(row + visible, row + key_end, 0.0f);  // masked: exact zeros for O's terms
+        inv_sum[r] = 1.0f / sum;
+        lse[s.lse_row(b, h) + i0 + r] = row_max + std::log(sum);
+      }
+      // O = P V, each block of rows over the keys its last query sees
+      product(acc, D, scores, s_stride, 1, rows_of(v + s.kv_row(b, 0, g), s.kv_stride()), queries, D, 1.0f, false,
+              [&](int64_t, int64_t last) { return BlockRange{0, D, 0, s.visible(i0 + last)}; });
+      for (int64_t r = 0; r < queries; ++r) {
+        float* out_row = out + s.q_row(b, i0 + r, h);
+        for (int64_t d = 0; d < D; ++d) out_row[d] = acc[r * D + d] * inv_sum[r];
+      }
+    });
   }
 }
 
@@ -178,10 +175,11 @@ void f32_attention_backward(float* dq, float* dk, float* dv, const float* dout, 
             const float* delta_h = delta + hg * Tq + i0;
             // S^T and dP^T: each block of key rows from the first query its first row sees
             auto seen = [&](int64_t first, int64_t) { return BlockRange{first_seen(first), width, 0, D}; };
-            product(st, st_stride, k_block, s.kv_stride(), 1, panels_of(qt + hg * t_size + i0 / kPanel * t_panel, t_panel),
-                    keys, width, scale, false, seen);
-            product(dpt, st_stride, v_block, s.kv_stride(), 1,
-                    panels_of(dot_t + hg * t_size + i0 / kPanel * t_panel, t_panel), keys, width, 1.0f, false, seen);
+            const int64_t first_panel = i0 / kPanel * t_panel;  // of query i0 in Q^T and dO^T
+            product(st, st_stride, k_block, s.kv_stride(), 1, panels_of(qt + hg * t_size + first_panel, t_panel), keys,
+                    width, scale, false, seen);
+            product(dpt, st_stride, v_block, s.kv_stride(), 1, panels_of(dot_t + hg * t_size + first_panel, t_panel),
+                    keys, width, 1.0f, false, seen);
             for (int64_t r = 0; r < keys; ++r) {
               float* p = st + r * st_stride;
               float* ds = dpt + r * st_stride;

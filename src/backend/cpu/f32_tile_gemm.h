@@ -240,12 +240,6 @@ void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col
   }
 }
 
-// The whole product: every block of rows needs every column and every term.
-inline void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
-                    int64_t n, int64_t k, float alpha, bool accumulate) {
-  product(c, ldc, a, a_row, a_col, b, m, n, alpha, accumulate, [&](int64_t, int64_t) { return BlockRange{0, n, 0, k}; });
-}
-
 // Floats one panel needs for `terms` terms.
 inline int64_t panel_floats(int64_t terms) { return terms * kPanel; }
 
@@ -259,7 +253,8 @@ inline void pack_columns_into_panels(const float* x, int64_t x_stride, int64_t c
       const int64_t n0 = j + half, rows = std::clamp<int64_t>(columns - n0, 0, 8);
       int64_t p = 0;
       if (rows == 8)
-        for (; p + 8 <= terms; p += 8) detail::transpose_8x8(x + n0 * x_stride + p, x_stride, panel + p * kPanel + half, kPanel);
+        for (; p + 8 <= terms; p += 8)
+          detail::transpose_8x8(x + n0 * x_stride + p, x_stride, panel + p * kPanel + half, kPanel);
       for (; p < terms; ++p)
         for (int64_t r = 0; r < 8; ++r) panel[p * kPanel + half + r] = r < rows ? x[(n0 + r) * x_stride + p] : 0.0f;
     }
