@@ -101,8 +101,9 @@ class CpuBackend final : public Backend {
   int threads_ = 1;
   GemmLibrary gemm_library_ = GemmLibrary::openblas;
   bool matmul_bf16_ = false;  // matmul_precision bf16: the model stores matmul operands in bf16
-  // f32 attention on the AVX2 FMA tile kernels (cpu_attention_f32.h): built, the CPU level is avx2 or
-  // above, and CLOCKTRAIN_CPU_F32_ATTENTION is not "0" (which sends it to the GEMM-library tiles)
+  // f32 attention on clocktrain's register blocks (cpu_attention_f32.h: AVX2 FMA, or AVX-512 at that
+  // level): built, the CPU level is avx2 or above, and CLOCKTRAIN_CPU_F32_ATTENTION is not "0" (which
+  // sends it to the GEMM-library tiles)
   bool f32_attention_tiles_ = false;
   std::string matmul_precision_reason_;
   CpuPeak peak_;
