@@ -39,14 +39,6 @@ namespace {
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 64;
 
-template <typename T>
-inline T dot(const T* a, const T* b, int64_t n) {
-  T total = 0;
-#pragma omp simd reduction(+ : total)
-  for (int64_t d = 0; d < n; ++d) total += a[d] * b[d];
-  return total;
-}
-
 // Rows are [query block, key block] tiles of scores: row r of `tile` (stride kKeyBlock) holds query
 // i_begin + r against keys j_begin ..; `visible` of them are causal-visible, the rest are zeroed.
 template <typename T>
@@ -122,7 +114,7 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
         for (int64_t h = g * s.group(); h < (g + 1) * s.group(); ++h) {
           const T* lse_h = lse + s.lse_row(b, h);
           for (int64_t i = 0; i < s.query_len; ++i) {
-            out_dot_dout[static_cast<size_t>(i)] = dot(dout + s.q_row(b, i, h), out + s.q_row(b, i, h), dim);
+            out_dot_dout[static_cast<size_t>(i)] = dot_of(dout + s.q_row(b, i, h), out + s.q_row(b, i, h), dim);
             std::fill(dq + s.q_row(b, i, h), dq + s.q_row(b, i, h) + dim, T(0));
           }
           for (int64_t i_begin = 0; i_begin < s.query_len; i_begin += kQueryBlock) {

@@ -62,13 +62,6 @@ constexpr int64_t kBlock = 64;  // queries per forward task, keys per backward s
 
 int64_t panels(int64_t columns) { return (columns + kPanel - 1) / kPanel; }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float total = 0;
-#pragma omp simd reduction(+ : total)
-  for (int64_t d = 0; d < n; ++d) total += a[d] * b[d];
-  return total;
-}
-
 // Each thread's work arrays (work_array.h), kept between calls.
 struct ForwardWork {
   std::vector<float> kt;  // the calling thread's: K^T panels of every (batch, kv head)
@@ -157,7 +150,7 @@ void f32_attention_backward(float* dq, float* dk, float* dv, const float* dout, 
           pack_columns_into_panels(q_h, s.q_stride(), Tq, D, qt + hg * t_size, t_panel);
           pack_columns_into_panels(do_h, s.q_stride(), Tq, D, dot_t + hg * t_size, t_panel);
           for (int64_t i = 0; i < Tq; ++i) {
-            delta[hg * Tq + i] = dot(do_h + i * s.q_stride(), out + s.q_row(b, i, h), D);
+            delta[hg * Tq + i] = dot_of(do_h + i * s.q_stride(), out + s.q_row(b, i, h), D);
             std::fill(dq + s.q_row(b, i, h), dq + s.q_row(b, i, h) + D, 0.0f);
           }
         }

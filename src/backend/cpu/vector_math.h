@@ -28,6 +28,15 @@ inline T sum_of(const T* x, int64_t n) {
   return result;
 }
 
+// sum_i a[i] b[i], vectorised like sum_of (fixed order, reproducible).
+template <typename T>
+inline T dot_of(const T* a, const T* b, int64_t n) {
+  T result = 0;
+#pragma omp simd reduction(+ : result)
+  for (int64_t i = 0; i < n; ++i) result += a[i] * b[i];
+  return result;
+}
+
 void exp_in_place(float* x, int64_t n);  // x[i] = exp(x[i])
 void exp_in_place(double* x, int64_t n);
 void tanh_in_place(float* x, int64_t n);  // x[i] = tanh(x[i])
