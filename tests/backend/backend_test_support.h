@@ -1,7 +1,9 @@
 #pragma once
 // Helpers for the backend tests: one shared CPU backend, seeded random host data, host <-> tensor
-// moves through f64, and central finite differences in float64.
+// moves through f64, central finite differences in float64, and memory that ends at an unreadable page.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <functional>
@@ -105,5 +107,32 @@ void expect_error(Fn&& fn, const std::vector<std::string>& fragments) {
       EXPECT_NE(message.find(fragment), std::string::npos) << "message: " << message << "\nmissing: " << fragment;
   }
 }
+
+// `bytes` of writable memory whose end is where a PROT_NONE page begins, so that a kernel that reads
+// or writes one byte past the end crashes the test (a prefetch does not fault).
+class BytesBeforeAGuardPage {
+ public:
+  explicit BytesBeforeAGuardPage(size_t bytes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    mapped_ = (bytes + page - 1) / page * page + page;
+    base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base_ == MAP_FAILED) throw Error("mmap failed");
+    char* guard = static_cast<char*>(base_) + mapped_ - page;
+    if (mprotect(guard, page, PROT_NONE) != 0) throw Error("mprotect failed");
+    begin_ = guard - bytes;
+  }
+  ~BytesBeforeAGuardPage() { munmap(base_, mapped_); }
+  BytesBeforeAGuardPage(const BytesBeforeAGuardPage&) = delete;
+  BytesBeforeAGuardPage& operator=(const BytesBeforeAGuardPage&) = delete;
+  template <typename T>
+  T* as() const {
+    return reinterpret_cast<T*>(begin_);
+  }
+
+ private:
+  void* base_ = nullptr;
+  size_t mapped_ = 0;
+  char* begin_ = nullptr;
+};
 
 }  // namespace ct::test

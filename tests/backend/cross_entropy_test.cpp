@@ -1,7 +1,13 @@
 // Softcapped cross-entropy: per-row losses and argmax against a naive reference, ignored targets,
-// ties, the backward pass by finite differences (also in place), f32 against f64.
+// ties, the backward pass by finite differences (also in place), f32 against f64, and the SIMD kernel
+// (8 lanes in the avx2/ run of these tests, 16 at avx512 and above) at its largest cap and on rows
+// that end at an unreadable page.
 #include <cmath>
 
+#include "backend/cpu/bf16.h"
+#include "backend/cpu/cpu_cross_entropy_fast.h"
+#include "backend/cpu/cpu_level.h"
+#include "backend/cpu/simd_math.h"
 #include "backend_test_support.h"
 #include "util/threads.h"
 
@@ -23,6 +29,22 @@ Values naive_losses(const Values& logits, const std::vector<int32_t>& targets, i
     losses.push_back(max_z + std::log(total) - capped(logits[n * vocab + targets[n]], cap));
   }
   return losses;
+}
+
+// d (sum_n loss_n) / d logits (0 on rows with t_n < 0), the math of cpu_cross_entropy.cpp in f64.
+Values naive_dlogits(const Values& logits, const std::vector<int32_t>& targets, int64_t vocab, double cap) {
+  Values d(logits.size(), 0.0);
+  for (size_t n = 0; n < targets.size(); ++n) {
+    if (targets[n] < 0) continue;
+    double max_z = -INFINITY, total = 0;
+    for (int64_t j = 0; j < vocab; ++j) max_z = std::max(max_z, capped(logits[n * vocab + j], cap));
+    for (int64_t j = 0; j < vocab; ++j) total += std::exp(capped(logits[n * vocab + j], cap) - max_z);
+    for (int64_t j = 0; j < vocab; ++j) {
+      const double z = capped(logits[n * vocab + j], cap), th = z / cap;
+      d[n * vocab + j] = (std::exp(z - max_z) / total - (j == targets[n] ? 1.0 : 0.0)) * (1 - th * th);
+    }
+  }
+  return d;
 }
 
 struct CrossEntropyRun {
@@ -90,6 +112,22 @@ TEST(CrossEntropy, NoCapAndF32MatchesF64) {
   EXPECT_EQ(r32.argmax, r64.argmax);
 }
 
+// The SIMD kernel's exps take arguments down to -2 cap: at its largest cap (40) they reach -80, and
+// saturated logits (also infinite ones) must still give exact-enough losses and gradients.
+TEST(CrossEntropy, F32MatchesF64AtTheLargestFastCap) {
+  const int64_t vocab = 37;
+  const std::vector<int32_t> targets = {1, 36, -1, 0, 20};
+  const double cap = kFastCrossEntropyMaxCap;
+  Values logits = random_values(targets.size() * vocab, 141, 100.0);
+  logits[3] = INFINITY;
+  logits[vocab + 4] = -INFINITY;
+  logits[vocab + 36] = -1e30;  // row 1's target: its probability is e^-80 of the largest
+  CrossEntropyRun r32 = run_cross_entropy(DType::f32, logits, targets, vocab, cap, 1.0, false);
+  EXPECT_LT(relative_error(r32.losses, naive_losses(logits, targets, vocab, cap)), 1e-5);
+  EXPECT_LT(relative_error(r32.dlogits, naive_dlogits(logits, targets, vocab, cap)), 1e-5);
+  EXPECT_EQ(r32.argmax[0], 3);
+}
+
 TEST(CrossEntropy, ArgmaxTakesTheFirstOfTies) {
   const int64_t vocab = 6;
   // Row 0: an exact tie at 2 and 5. Row 1: 50 and 60 both cap to exactly 1.0 (tanh saturates),
@@ -117,6 +155,66 @@ TEST(CrossEntropy, ArgmaxTakesTheFirstOfTiesAcrossAWideRow) {
   // A NaN logit still makes its row's loss NaN (the saturation must not hide it).
   logits[2 * vocab + 5] = std::nan("");
   EXPECT_TRUE(std::isnan(run_cross_entropy(DType::f32, logits, {0, 0, 0}, vocab, 1.0, 1.0, false).losses[2]));
+}
+
+// The SIMD kernel on rows whose last logit (and last dlogit) is the last byte before an unreadable
+// page, f32 and bf16, at every tail length of both widths: a whole-vector load or store of a row's
+// last partial vector would crash. Losses, argmax and gradient against f64 on the same values.
+TEST(CrossEntropy, FastKernelNeverTouchesPastTheLastLogit) {
+  if (!fast_cross_entropy_available()) GTEST_SKIP() << "the SIMD cross-entropy is not in use at this CPU level";
+  const std::vector<int32_t> targets = {0, -1, 2};
+  const int64_t rows = 3;
+  const double cap = 15.0;
+  for (int64_t vocab : {3, 13, 16, 21, 31})
+    for (bool bf16 : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "vocab " << vocab << (bf16 ? " bf16" : " f32"));
+      const size_t count = static_cast<size_t>(rows * vocab), element = bf16 ? 2 : 4;
+      Values values = random_values(count, 300 + static_cast<uint64_t>(vocab), 8.0);
+      // row 1 all negative: the lanes past a row's end (loaded as zeros) must not win its argmax
+      for (size_t j = static_cast<size_t>(vocab); j < 2 * static_cast<size_t>(vocab); ++j)
+        values[j] = -20.0 - std::abs(values[j]);
+      BytesBeforeAGuardPage logits(count * element), dlogits(count * element);
+      for (size_t i = 0; i < count; ++i) {
+        if (bf16) {
+          logits.as<uint16_t>()[i] = double_to_bf16(values[i]);
+          values[i] = bf16_to_float(logits.as<uint16_t>()[i]);
+        } else {
+          logits.as<float>()[i] = static_cast<float>(values[i]);
+          values[i] = logits.as<float>()[i];
+        }
+      }
+      std::vector<float> losses(rows), fused_losses(rows);
+      std::vector<int32_t> argmax(rows);
+      fast_softcap_cross_entropy(losses.data(), argmax.data(), nullptr, false, logits.as<void>(), bf16,
+                                 targets.data(), rows, vocab, static_cast<float>(cap), 1.0f);
+      fast_softcap_cross_entropy(fused_losses.data(), nullptr, dlogits.as<void>(), bf16, logits.as<void>(), bf16,
+                                 targets.data(), rows, vocab, static_cast<float>(cap), 1.0f);
+      EXPECT_EQ(losses, fused_losses);  // one path: the same bits
+      EXPECT_LT(relative_error(Values(losses.begin(), losses.end()), naive_losses(values, targets, vocab, cap)), 1e-5);
+      for (int64_t n = 0; n < rows; ++n) {
+        auto row = values.begin() + n * vocab;
+        EXPECT_EQ(argmax[static_cast<size_t>(n)], std::max_element(row, row + vocab) - row) << "row " << n;
+      }
+      Values got(count);
+      for (size_t i = 0; i < count; ++i)
+        got[i] = bf16 ? bf16_to_float(dlogits.as<uint16_t>()[i]) : dlogits.as<float>()[i];
+      EXPECT_LT(relative_error(got, naive_dlogits(values, targets, vocab, cap)), bf16 ? 4e-3 : 1e-5);
+    }
+}
+
+// The kernel follows the CPU level (8 lanes in the avx2/ run), and the device description says which.
+TEST(CrossEntropy, TheSimdKernelFollowsTheLevelAndIsNamed) {
+  const int lanes = fast_cross_entropy_lanes();
+#ifdef CLOCKTRAIN_SIMD_AVX2
+  if (cpu_level() == CpuLevel::avx2) EXPECT_EQ(lanes, 8);
+#endif
+#ifdef CLOCKTRAIN_SIMD_AVX512
+  if (cpu_level_at_least(CpuLevel::avx512)) EXPECT_EQ(lanes, 16);
+#endif
+  const std::string named = lanes == 16  ? "; cross-entropy: 16 lanes (AVX-512)"
+                            : lanes == 8 ? "; cross-entropy: 8 lanes (AVX2 FMA)"
+                                         : "; cross-entropy: portable";
+  EXPECT_NE(cpu().device_description().find(named), std::string::npos) << cpu().device_description();
 }
 
 TEST(CrossEntropy, ArgmaxIsOptionalAndLossesMayBeF32) {

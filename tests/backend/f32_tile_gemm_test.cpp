@@ -5,9 +5,6 @@
 // and per-block ranges (columns a block does not name keep their NaN; terms it does not name are not
 // added). The blocks of the CPU level in use: zmm at avx512 and above, ymm at avx2 (the avx2/ run of
 // these tests). Skipped in builds without AVX2 and FMA.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <random>
 #include <vector>
@@ -116,15 +113,10 @@ TEST(F32TileGemm, EveryLayoutAndEdgeMatchesF64) {
 TEST(F32TileGemm, RowMajorBIsNeverReadPastItsLastColumn) {
   // B [k x n] placed so that its last float is the last one before a PROT_NONE page: a full 16-float
   // load of the last row's partial panel (instead of a masked one) would touch that page.
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (int64_t n : {1, 5, 8, 9, 13}) {
     const int64_t k = 3, m = 4;
-    const size_t bytes = static_cast<size_t>(k * n) * sizeof(float);
-    const size_t mapped = (bytes + page - 1) / page * page;
-    void* base = mmap(nullptr, mapped + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(base, MAP_FAILED);
-    ASSERT_EQ(mprotect(static_cast<char*>(base) + mapped, page, PROT_NONE), 0);
-    float* b = reinterpret_cast<float*>(static_cast<char*>(base) + mapped - bytes);
+    BytesBeforeAGuardPage memory(static_cast<size_t>(k * n) * sizeof(float));
+    float* b = memory.as<float>();
     for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>(i % 7) - 3.0f;
     std::vector<float> a(static_cast<size_t>(m * k), 0.5f), c(static_cast<size_t>(m * n), 0.0f);
     f32_tiles::product(c.data(), n, a.data(), k, 1, f32_tiles::rows_of(b, n), m, n, 1.0f, false,
@@ -134,7 +126,6 @@ TEST(F32TileGemm, RowMajorBIsNeverReadPastItsLastColumn) {
       for (int64_t p = 0; p < k; ++p) expected += 0.5 * b[p * n + j];
       EXPECT_FLOAT_EQ(c[static_cast<size_t>(j)], static_cast<float>(expected)) << "n " << n << " column " << j;
     }
-    munmap(base, mapped + page);
   }
 }
 

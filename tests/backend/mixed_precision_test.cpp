@@ -1,19 +1,15 @@
 // The bf16 path of the CPU backend against its f64 reference, op by op: bf16 matmuls (oneDNN; the AMX
 // GEMM's cases are in amx_gemm_test.cpp), the mixed-storage elementwise ops, the fused cross-entropy
-// (and its AVX-512 fast path), and attention on bf16 operands (AMX tiles when the machine grants them,
+// (and its SIMD kernel), and attention on bf16 operands (AMX tiles when the machine grants them,
 // else f32 on copies). Each result is compared with f64 arithmetic on the same bf16-rounded inputs,
 // within what bf16 rounding of the outputs and of the kernels' internal operands allows; and each bf16
 // kernel must give the same bits on every run.
-#include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <random>
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/cpu_attention_bf16.h"
-#include "backend/cpu/simd_math.h"
 #include "backend_test_support.h"
 #include "bf16_engine_support.h"
 
@@ -48,44 +44,6 @@ Values naive_gemm(const Values& a, const Values& b, const Values& c0, int64_t m,
     }
   return c;
 }
-
-#ifdef CLOCKTRAIN_SIMD_AVX512
-// The kernels' two 16-lane roundings: round_to_bf16 has float_to_bf16's bits for every float;
-// round_to_bf16_flushing (vcvtneps2bf16 where the build has AVX512_BF16) has them for every float but
-// the denormals, which it turns into a zero of their sign.
-TEST(Bf16Rounding, VectorRoundingsAgreeWithTheScalarOne) {
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::nanf(""), FLT_MAX, -FLT_MAX, FLT_MIN,
-                               -FLT_MIN, FLT_MIN / 2, -FLT_MIN / 4, FLT_TRUE_MIN, 1.00390625f /* a tie: 1 + 2^-8 */,
-                               1.01171875f /* a tie rounding up: 1 + 3 2^-8 */, 3.0e38f, 1e-39f, -5e-45f, 65504.5f};
-  std::mt19937 gen(3);
-  std::uniform_int_distribution<uint32_t> any_bits;
-  while (values.size() % 16 != 0 || values.size() < 4096) {
-    const uint32_t bits = any_bits(gen);
-    float v;
-    std::memcpy(&v, &bits, sizeof v);
-    values.push_back(v);
-  }
-  for (size_t i = 0; i < values.size(); i += 16) {
-    const __m512 v = _mm512_loadu_ps(values.data() + i);
-    uint16_t exact[16], flushing[16];
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(exact), simd::round_to_bf16(v));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(flushing), simd::round_to_bf16_flushing(v));
-    for (size_t lane = 0; lane < 16; ++lane) {
-      const float x = values[i + lane];
-      const uint16_t want = float_to_bf16(x);
-      EXPECT_EQ(exact[lane], want) << x;
-      if (std::fpclassify(x) == FP_SUBNORMAL) {
-        EXPECT_EQ(flushing[lane], std::signbit(x) ? 0x8000 : 0x0000) << x;
-      } else if (std::isnan(x)) {
-        EXPECT_TRUE(std::isnan(bf16_to_float(flushing[lane]))) << x;
-      } else {
-        EXPECT_EQ(flushing[lane], want) << x;
-      }
-    }
-  }
-}
-#endif
 
 TEST(Bf16Gemm, EveryTransposeCaseMatchesF64OnRoundedInputs) {
   CT_SKIP_WITHOUT_BF16_ENGINE();

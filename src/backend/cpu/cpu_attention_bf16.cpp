@@ -132,12 +132,6 @@ float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   return _mm512_reduce_add_ps(total);
 }
 
-// Lanes [0, count) of a 16-lane vector starting at lane `first` (count clipped to [0, 16]).
-__mmask16 lanes_below(int64_t count) {
-  if (count <= 0) return 0;
-  if (count >= 16) return 0xffff;
-  return static_cast<__mmask16>((1u << count) - 1u);
-}
 
 void store_row(float* dst, const float* src, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 void store_row(uint16_t* dst, const float* src, int64_t n) {  // n a multiple of 16
@@ -200,14 +194,14 @@ void bf16_attention_forward(uint16_t* out, float* lse, const uint16_t* q, const 
         const float* s_row = scores + r * s_stride;
         __m512 max_v = _mm512_set1_ps(-INFINITY);
         for (int64_t c = 0; c < keys_pad; c += 16)
-          max_v = _mm512_mask_max_ps(max_v, lanes_below(visible - c), max_v, _mm512_loadu_ps(s_row + c));
+          max_v = _mm512_mask_max_ps(max_v, simd::first_lanes_of_16(visible - c), max_v, _mm512_loadu_ps(s_row + c));
         // p = exp(scale (s - max)): the row's exact max, so no rescaling of earlier blocks
         const float row_max = _mm512_reduce_max_ps(max_v);
         const __m512 shift = _mm512_set1_ps(scale * row_max);
         __m512 total = _mm512_setzero_ps();
         for (int64_t c = 0; c < keys_pad; c += 16) {
           const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(s_row + c), scale_v, shift);
-          const __m512 p = _mm512_maskz_mov_ps(lanes_below(visible - c), simd::exp(x));
+          const __m512 p = _mm512_maskz_mov_ps(simd::first_lanes_of_16(visible - c), simd::exp(x));
           total = _mm512_add_ps(total, p);
           simd::store_bf16_flushing(p_row + c, p);
         }
@@ -325,7 +319,7 @@ void bf16_attention_backward(void* dq, bool dq_bf16, void* dk, bool dk_bf16, voi
                   __mmask16 mask = 0;
                   if (j < Tk) {
                     const __m512i first_visible = _mm512_set1_epi32(static_cast<int>(j - s.key_offset() - i_base));
-                    mask = lanes_below(Tq - i_base) & _mm512_cmpge_epi32_mask(lane, first_visible);
+                    mask = simd::first_lanes_of_16(Tq - i_base) & _mm512_cmpge_epi32_mask(lane, first_visible);
                   }
                   const __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + row * f32_stride + c), scale_v, lse_v);
                   const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp(x));

@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_attention_f32.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/cpu_cross_entropy_fast.h"
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/kernel_switch.h"
 #include "backend/cpu/onednn_matmul.h"
@@ -93,6 +94,10 @@ std::string CpuBackend::device_description() const {
                               : f32_tiles_on_avx512() ? "register blocks (AVX-512)"
                                                       : "register blocks (AVX2 FMA)";
   description += str("; f32 attention: ", f32_attention);
+  const int cross_entropy_lanes = fast_cross_entropy_lanes();
+  description += cross_entropy_lanes == 16  ? "; cross-entropy: 16 lanes (AVX-512)"
+                 : cross_entropy_lanes == 8 ? "; cross-entropy: 8 lanes (AVX2 FMA)"
+                                            : "; cross-entropy: portable";
   description += "; peak " + peak_.describe(matmul_bf16_);
   if (group_) description += str("; rank ", group_->rank(), " of ", group_->size(), " (", group_->library_version(), ")");
   return description;

@@ -7,7 +7,7 @@
 // Rows are independent: parallel over rows. The backward pass reads a whole row of logits into a
 // scratch row of z before writing any of dlogits, so dlogits may alias logits.
 //
-// The fused pass on f32 with a cap (cpu_cross_entropy_fast.cpp, AVX-512) uses that |z| <= cap: it
+// The fused pass on f32 with a cap (cpu_cross_entropy_fast.cpp, AVX2 or AVX-512) uses that |z| <= cap: it
 // shifts the exponentials by cap instead of by the row's maximum (exp(z - cap) lies in [e^-2cap, 1],
 // far from f32's limits for the caps in use), so one pass over the row gives both tanh and the sum.
 #include <algorithm>
@@ -141,7 +141,7 @@ void cross_entropy_fused_kernel(T* losses, SD* dlogits, const T* logits, const i
   }
 }
 
-// f32 with a cap takes the AVX-512 kernel (cpu_cross_entropy_fast.cpp) where it is built.
+// f32 with a cap takes the SIMD kernel (cpu_cross_entropy_fast.cpp) at the avx2 level and above.
 bool use_fast_path(double softcap) {
   return softcap > 0 && softcap <= kFastCrossEntropyMaxCap && fast_cross_entropy_available();
 }

@@ -30,9 +30,8 @@
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/simd_math.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#ifdef CLOCKTRAIN_SIMD_AVX2
 #define CLOCKTRAIN_F32_TILES 1
-#include <immintrin.h>
 
 namespace ct::f32_tiles {
 
@@ -57,18 +56,14 @@ struct BlockRange {
 
 namespace detail {
 
-// Lanes [0, count) of 8 for a masked load (count clipped to [0, 8]).
-inline __m256i lanes_below(int64_t count) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))), lane);
-}
-
 // Rows [0, kRows) of C, columns [0, columns) (columns <= 16), over `terms` terms. kPartial: fewer than
 // 16 columns, B read through masked loads (a row-major B ends at its last column).
 template <int kRows, bool kPartial>
 inline void block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
                   int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
-  [[maybe_unused]] const __m256i mask_lo = lanes_below(columns), mask_hi = lanes_below(columns - 8);  // kPartial
+  // (kPartial only)
+  [[maybe_unused]] const __m256i mask_lo = simd::first_lanes_of_8(columns);
+  [[maybe_unused]] const __m256i mask_hi = simd::first_lanes_of_8(columns - 8);
   // (every loop over r fully unrolled, so that GCC keeps acc in registers: without the pragmas it
   // also stored all 12 accumulators to the stack on every term)
   __m256 acc[kRows][2];
@@ -139,7 +134,7 @@ inline void transpose_8x8(const float* src, int64_t src_stride, float* dst, int6
 template <int kRows>
 inline void wide_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
                        int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
-  const __mmask16 mask = simd::tail_mask(columns);
+  const __mmask16 mask = simd::first_lanes_of_16(columns);
   __m512 acc[kRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
