@@ -132,7 +132,6 @@ float dot_bf16(const uint16_t* a, const uint16_t* b, int64_t n) {
   return _mm512_reduce_add_ps(total);
 }
 
-
 void store_row(float* dst, const float* src, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 void store_row(uint16_t* dst, const float* src, int64_t n) {  // n a multiple of 16
   for (int64_t i = 0; i < n; i += 16) simd::store_bf16(dst + i, _mm512_loadu_ps(src + i));
