@@ -1,7 +1,7 @@
 // The fused softcapped cross-entropy on f32 (or bf16) logits, on 8 lanes (AVX2 FMA) or 16 (AVX-512)
-// (math: cpu_cross_entropy.cpp). Used for every f32 cross-entropy with a cap (forward, backward and
-// fused) at the avx2 level and above, so that the training loss and the evaluation loss of the same
-// logits are the same bits.
+// (math: cpu_cross_entropy.cpp). Used for every f32 cross-entropy with a cap up to
+// kFastCrossEntropyMaxCap (forward, backward and fused) at the avx2 level and above, so that the
+// training loss and the evaluation loss of the same logits are the same bits.
 // Per row, with y = logit / cap and th = tanh(y) = 1 - 2 / (exp(2y) + 1):
 //   pass 1: z = cap th, e = exp(z - cap), sum += e     (e and th kept in a scratch row)
 //   loss = cap + log(sum) - z[target]
@@ -283,6 +283,8 @@ void fused_rows_at_level(float* losses, int32_t* argmax, D* dlogits, const L* lo
   fused_rows<Ymm, kGradient, kArgmax>(losses, argmax, dlogits, logits, targets, rows, vocab, cap, loss_scale);
 }
 
+// The instantiation for the storages at hand: dlogits bf16, f32, or none (the forward pass, with or
+// without argmax).
 template <typename L>
 void fused_rows_for(float* losses, int32_t* argmax, void* dlogits, bool dlogits_bf16, const L* logits,
                     const int32_t* targets, int64_t rows, int64_t vocab, float cap, float loss_scale) {
