@@ -2,7 +2,8 @@
 # The measurements a CPU's row in docs/performance.md needs, in one command, at the CPU's own level or
 # at a lowered one (CLOCKTRAIN_CPU_MAX_ISA): what a session on a CPU not measured before (an AVX2-only
 # one, issue 19) runs first. Stages, each logged under OUT (default runs/cpu-check-<level>-<date>):
-#   machine   lscpu's model and flags, the commit, clocktrain's level and device description
+#   machine   lscpu's model and flags, the commit, CLOCKTRAIN_CPU_MAX_ISA (clocktrain's level and
+#             device description head each bench's output below)
 #   gemm      gemm_bench on cpu-small's 15 products (4,096 tokens) and a 1536^3 square, every f32
 #             library side by side (best of 7 interleaved calls)                    (~1 min)
 #   ops       cpu_ops_bench: every op alone at a micro-batch's shapes                   (~1 min)
