@@ -233,21 +233,28 @@ TEST_F(CrashResume, RepairPutsBackTheMovedAsideCheckpoint) {
 
 // SIGKILL at random moments, again and again, each time resuming from whatever is on disk: the
 // checkpoint is readable after every kill, and each run completes with the reference's losses. A
-// session that ends before its kill completes its run; the next session starts a new one.
+// session that ends before its kill completes its run; the next session starts a new one. The kills
+// go on until there have been kKills of them and kChecked found a checkpoint to read back: where the
+// startup is a large part of a run, 12 kills drawn from the first 0.7 of it could all land before the
+// first checkpoint (CI saw it once), so kills past the quota are drawn later in the run.
 TEST_F(CrashResume, RandomKillsThenResumeGiveTheUninterruptedLosses) {
-  constexpr int kKills = 12;
+  constexpr int kKills = 12, kChecked = 3;
   const fs::path log = scratch_ / "run.log";
   std::mt19937 random(20261130);
   int kills = 0, checked = 0, runs_completed = 0;
+  auto killing = [&] { return kills < kKills || checked < kChecked; };
   fs::path run = scratch_ / "run0";
   for (int session = 0; session < 400; ++session) {
     const bool resume = fs::exists(run / "checkpoint") || fs::exists(run / "checkpoint.old");
     if (!resume) fs::remove_all(run);  // killed before its first checkpoint: start again
     const pid_t pid = spawn(train_args(run, resume), log);
     int status = 0;
-    if (kills < kKills) {
-      // Between a tenth (about the startup) and 0.7 of an uninterrupted run's wall time.
-      const double delay = std::uniform_real_distribution<double>(0.1, 0.7)(random) * reference_wall_seconds_;
+    if (killing()) {
+      // Between a tenth (about the startup) and 0.7 of an uninterrupted run's wall time; past the
+      // quota of kills, between half of it and all of it.
+      const bool early = kills < kKills;
+      const double delay =
+          std::uniform_real_distribution<double>(early ? 0.1 : 0.5, early ? 0.7 : 1.0)(random) * reference_wall_seconds_;
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       if (::waitpid(pid, &status, WNOHANG) == 0) {
         ::kill(pid, SIGKILL);
@@ -270,13 +277,13 @@ TEST_F(CrashResume, RandomKillsThenResumeGiveTheUninterruptedLosses) {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << describe(status) << "\n" << read_file(log);
     expect_reference_losses(run);
     ++runs_completed;
-    if (kills >= kKills) break;
+    if (!killing()) break;
     run = scratch_ / str("run", runs_completed);
   }
   std::printf("[ crash    ] %d SIGKILLs at random moments, %d checkpoints read back after a kill, %d runs completed\n",
               kills, checked, runs_completed);
-  EXPECT_EQ(kills, kKills);
-  EXPECT_GT(checked, 0);
+  EXPECT_GE(kills, kKills);
+  EXPECT_GE(checked, kChecked);
   EXPECT_GE(runs_completed, 1);
 }
 
