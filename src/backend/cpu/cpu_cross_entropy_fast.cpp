@@ -31,7 +31,7 @@ namespace {
 
 // Software prefetches, in elements ahead of the one at hand: the logits 1,024 ahead (4 KiB of f32:
 // the hardware prefetchers stop at each 4 KiB page, and a row of the vocabulary is 8 pages; without
-// this the forward pass ran at half its in-cache speed on Xeon-b), and a dlogits row written apart
+// this the forward pass ran at 41% of its in-cache speed on Xeon-b), and a dlogits row written apart
 // 256 ahead, for writing (docs/performance-journal.md).
 constexpr int64_t kLogitsAhead = 1024, kDlogitsAhead = 256;
 
