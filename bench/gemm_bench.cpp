@@ -10,6 +10,8 @@
 //   blis-f32       cblas_sgemm of BLIS's OpenMP build (its kernel configuration printed)
 //   onednn-f32     dnnl_sgemm
 //   onednn-mm-f32  oneDNN's matmul primitive, f32
+//   chosen-f32     the library the CPU backend chooses for the product's transpose case
+//                  (gemm_library.h: default_gemm_libraries(), printed), so its total is the step's
 //   onednn-mm-bf16 oneDNN's matmul primitive, bf16 inputs, f32 output (AVX512_BF16 or AMX kernels)
 //   amx-bf16       clocktrain's own AMX GEMM (amx_gemm.h; what the CPU backend's bf16 products run
 //                  where it applies), bf16 inputs, f32 output; "-" where it does not apply
@@ -150,7 +152,7 @@ std::vector<GemmShape> model_shapes(const std::string& model, int64_t tokens) {
 // The columns of the table: every f32 library, and the bf16 ones where the CPU level in use has a bf16
 // engine (oneDNN has no bf16 matmul on an AVX2 CPU). The AMX column is "-" where it does not apply.
 std::vector<std::string> column_names() {
-  std::vector<std::string> names = {"openblas-f32", "blis-f32", "onednn-f32", "onednn-mm-f32"};
+  std::vector<std::string> names = {"openblas-f32", "blis-f32", "onednn-f32", "onednn-mm-f32", "chosen-f32"};
   if (ct::cpu_level_at_least(ct::CpuLevel::avx512_bf16)) {
     names.push_back("onednn-mm-bf16");
     names.push_back("amx-bf16");
@@ -158,9 +160,10 @@ std::vector<std::string> column_names() {
   return names;
 }
 
-void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine& engine) {
+void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine& engine,
+                 const ct::GemmLibraries& chosen) {
   const std::vector<std::string> columns = column_names();
-  const bool bf16 = columns.size() > 4;
+  const bool bf16 = columns.size() > 5;
   std::printf("%-28s %6s %6s %6s %3s |", "shape", "M", "N", "K", "op");
   for (const auto& c : columns) std::printf(" %14s", c.c_str());
   std::printf("  (GFLOP/s, best of %d)\n", repeats);
@@ -176,7 +179,7 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     for (size_t i = 0; i < a_size; ++i) a16[i] = ct::float_to_bf16(a[i]);
     for (size_t i = 0; i < b_size; ++i) b16[i] = ct::float_to_bf16(b[i]);
     int64_t lda = s.transpose_a ? s.m : s.k, ldb = s.transpose_b ? s.k : s.n;
-    auto library = [&](ct::GemmLibrary l) {
+    auto library = [&](const ct::GemmLibraries& l) {
       return [&, l] {
         ct::sgemm_row_major(l, s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
                             c.data(), s.n);
@@ -187,10 +190,11 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     if (bf16)
       mm_bf16 = std::make_unique<OneDnnMatmul>(engine, s, dnnl::memory::data_type::bf16, a16.data(), b16.data(),
                                                c.data());
-    std::vector<Contender> contenders = {{"openblas-f32", library(ct::GemmLibrary::openblas)},
-                                         {"blis-f32", library(ct::GemmLibrary::blis)},
-                                         {"onednn-f32", library(ct::GemmLibrary::onednn)},
-                                         {"onednn-mm-f32", [&] { mm_f32.run(); }}};
+    std::vector<Contender> contenders = {{"openblas-f32", library(ct::GemmLibraries::all(ct::GemmLibrary::openblas))},
+                                         {"blis-f32", library(ct::GemmLibraries::all(ct::GemmLibrary::blis))},
+                                         {"onednn-f32", library(ct::GemmLibraries::all(ct::GemmLibrary::onednn))},
+                                         {"onednn-mm-f32", [&] { mm_f32.run(); }},
+                                         {"chosen-f32", library(chosen)}};
     if (bf16) contenders.push_back({"onednn-mm-bf16", [&] { mm_bf16->run(); }});
     const bool amx = bf16 && ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
     if (amx)
@@ -297,14 +301,16 @@ int main(int argc, char** argv) {
               peak.f32_flops() / 1e9, peak.describe(false).c_str(), ct::openblas_description().c_str(),
               ct::blis_description().c_str(), dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
               load_average().c_str());
+  const ct::GemmLibraries chosen = ct::default_gemm_libraries();
+  std::printf("chosen-f32: %s\n", ct::gemm_libraries_description(chosen).c_str());
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   std::vector<GemmShape> shapes;
   for (const std::string& model : split(models)) {
     auto more = model_shapes(model, tokens);
     shapes.insert(shapes.end(), more.begin(), more.end());
   }
-  if (!shapes.empty()) bench_gemms(shapes, repeats, engine);
-  if (square > 0) bench_gemms({{"square", square, square, square, false, false}}, repeats, engine);
+  if (!shapes.empty()) bench_gemms(shapes, repeats, engine, chosen);
+  if (square > 0) bench_gemms({{"square", square, square, square, false, false}}, repeats, engine, chosen);
 
   if (triad) {
     std::printf("triad a = b + 3 c (f32, %d threads, %s clock):\n", threads, clock.c_str());

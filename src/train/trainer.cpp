@@ -3,7 +3,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <deque>
 #include <memory>
@@ -23,6 +22,7 @@
 #include "util/files.h"
 #include "util/progress.h"
 #include "util/sha256.h"
+#include "util/stop_signals.h"
 #include "util/text_format.h"
 #include "util/threads.h"
 #include "clocktrain_version.h"
@@ -36,38 +36,6 @@ namespace {
 // The budget check: the next step may start only if the slowest of the last kStepTimeWindow steps,
 // times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
-
-// SIGINT and SIGTERM while a run trains: the handler only records the signal; the loop stops before
-// the next step and writes the final checkpoint and the summary. SA_RESETHAND: a second signal
-// terminates the process at once (the checkpoint folder is replaced atomically, so even that leaves
-// the previous checkpoint readable).
-std::atomic<int> g_stop_signal{0};
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
-
-extern "C" void record_stop_signal(int signo) { g_stop_signal.store(signo); }
-
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal.store(0);
-    struct sigaction action {};
-    action.sa_handler = record_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
-    ::sigaction(SIGINT, &action, &previous_int_);
-    ::sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &previous_int_, nullptr);
-    ::sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  int received() const { return g_stop_signal.load(); }
-
- private:
-  struct sigaction previous_int_ {}, previous_term_ {};
-};
 
 const char* signal_name(int signo) { return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a signal"; }
 
@@ -489,8 +457,8 @@ TrainResult Run::execute() {
     }
     if (!clock_running_ && startup_elapsed > r.startup_cap_seconds) {
       progress_.startup_seconds += startup_elapsed;  // the evidence of the time check
-      result_.error = str("startup passed the cap of ", format_fixed(r.startup_cap_seconds, 1),
-                          " s before the clock started (run.startup_cap_seconds)");
+      result_.error = str("startup passed the cap of ", format_seconds(r.startup_cap_seconds),
+                          " before the clock started (run.startup_cap_seconds)");
       result_.stop_reason = StopReason::startup_cap;
       log_->event(progress_.step, progress_.clock_seconds, "startup_cap_exceeded", result_.error);
       break;

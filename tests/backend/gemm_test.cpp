@@ -73,8 +73,8 @@ TEST(Gemm, EveryF32LibraryMatchesNaiveForEveryTranspose) {
         const Values bv = random_values(static_cast<size_t>(k * n), 14);
         const Values cv = random_values(static_cast<size_t>(m * n), 15);
         std::vector<float> a(av.begin(), av.end()), b(bv.begin(), bv.end()), c(cv.begin(), cv.end());
-        sgemm_row_major(library, ta, tb, m, n, k, 0.75f, a.data(), ta ? m : k, b.data(), tb ? k : n, -0.5f, c.data(),
-                        n);
+        sgemm_row_major(GemmLibraries::all(library), ta, tb, m, n, k, 0.75f, a.data(), ta ? m : k, b.data(),
+                        tb ? k : n, -0.5f, c.data(), n);
         const Values want =
             naive_gemm(Values(a.begin(), a.end()), Values(b.begin(), b.end()), cv, m, n, k, ta, tb, 0.75, -0.5);
         EXPECT_LT(relative_error(Values(c.begin(), c.end()), want), 1e-5);
@@ -82,6 +82,52 @@ TEST(Gemm, EveryF32LibraryMatchesNaiveForEveryTranspose) {
   EXPECT_EQ(parse_gemm_library("blis"), GemmLibrary::blis);
   expect_error([] { parse_gemm_library("mkl"); }, {"CLOCKTRAIN_CPU_GEMM", "'mkl'", "openblas, onednn or blis"});
   if (!kAddressSanitizer) EXPECT_NE(blis_description().find("libblis"), std::string::npos) << blis_description();
+}
+
+TEST(Gemm, LibrariesByTransposeCaseAreReadAndDescribed) {
+  const GemmLibraries base = GemmLibraries::all(GemmLibrary::openblas);
+  EXPECT_EQ(parse_gemm_libraries("blis", base), GemmLibraries::all(GemmLibrary::blis));
+  const GemmLibraries mixed = parse_gemm_libraries("nt=onednn,nn=blis", base);
+  EXPECT_EQ(mixed.of(false, false), GemmLibrary::blis);
+  EXPECT_EQ(mixed.of(false, true), GemmLibrary::onednn);
+  EXPECT_EQ(mixed.of(true, false), GemmLibrary::openblas);  // not named: the base's
+  EXPECT_EQ(mixed.of(true, true), GemmLibrary::openblas);
+  EXPECT_TRUE(mixed.uses(GemmLibrary::blis));
+  EXPECT_FALSE(GemmLibraries::all(GemmLibrary::onednn).uses(GemmLibrary::blis));
+  EXPECT_EQ(gemm_libraries_description(mixed), "openblas (TN, TT), onednn (NT), blis (NN)");
+  EXPECT_EQ(gemm_libraries_description(base), "openblas");
+  const char* expected = "CASE=LIBRARY parts separated by commas, CASE one of nn, nt, tn, tt";
+  expect_error([&] { parse_gemm_libraries("nx=blis", base); }, {"CLOCKTRAIN_CPU_GEMM", "'nx=blis'", expected});
+  expect_error([&] { parse_gemm_libraries("nt=blis,tn", base); }, {"CLOCKTRAIN_CPU_GEMM", "'tn'", expected});
+  expect_error([&] { parse_gemm_libraries("nt=mkl", base); }, {"CLOCKTRAIN_CPU_GEMM", "'mkl'"});
+}
+
+TEST(Gemm, EachTransposeCaseRunsOnItsLibrary) {
+  // Each case's result has the bits of its own library run alone (the libraries differ in their
+  // summation order over a long K, so a product sent to the wrong one differs in the last bits).
+  const GemmLibraries mixed = {.nn = GemmLibrary::onednn, .nt = GemmLibrary::openblas, .tn = GemmLibrary::onednn,
+                               .tt = GemmLibrary::openblas};
+  const int64_t m = 37, n = 53, k = 3001;
+  const Values av = random_values(static_cast<size_t>(m * k), 21), bv = random_values(static_cast<size_t>(k * n), 22);
+  const std::vector<float> a(av.begin(), av.end()), b(bv.begin(), bv.end());
+  int differing_cases = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(str("ta=", ta, " tb=", tb));
+      auto product = [&](const GemmLibraries& libraries) {
+        std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+        sgemm_row_major(libraries, ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(),
+                        n);
+        return c;
+      };
+      const std::vector<float> got = product(mixed);
+      EXPECT_EQ(got, product(GemmLibraries::all(mixed.of(ta, tb))));
+      differing_cases += got != product(GemmLibraries::all(mixed.of(ta, tb) == GemmLibrary::onednn
+                                                                ? GemmLibrary::openblas
+                                                                : GemmLibrary::onednn));
+    }
+  std::printf("cases whose bits differ between OpenBLAS and oneDNN: %d of 4\n", differing_cases);
+  EXPECT_GT(differing_cases, 0) << "the libraries agree to the bit: this test cannot see where a case ran";
 }
 
 TEST(Gemm, OpenBlasRunsAnOptimisedKernel) {

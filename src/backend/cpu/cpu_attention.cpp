@@ -48,7 +48,7 @@ void zero_tail(T* row, int64_t visible, int64_t keys) {
 
 template <typename T>
 void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionDims& s, T scale,
-                              GemmLibrary library) {
+                              const GemmLibraries& libraries) {
   const int64_t dim = s.head_dim;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
@@ -64,7 +64,7 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
       for (int64_t j_begin = 0; j_begin < key_end; j_begin += kKeyBlock) {
         const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
         // scores = scale Q K^T for this tile
-        gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
+        gemm_row_major(libraries, false, true, queries, keys, dim, scale, q_block, s.q_stride(),
                        k + s.kv_row(b, j_begin, g), s.kv_stride(), T(0), scores.data(), kKeyBlock);
         for (int64_t r = 0; r < queries; ++r) {
           T* row = scores.data() + r * kKeyBlock;
@@ -83,7 +83,7 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
           }
         }
         // acc += P V
-        gemm_row_major(library, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
+        gemm_row_major(libraries, false, false, queries, dim, keys, T(1), scores.data(), kKeyBlock,
                        v + s.kv_row(b, j_begin, g), s.kv_stride(), T(1), acc.data(), dim);
       }
       for (int64_t r = 0; r < queries; ++r) {
@@ -98,7 +98,8 @@ void attention_forward_kernel(T* out, T* lse, const T* q, const T* k, const T* v
 
 template <typename T>
 void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
-                               const T* k, const T* v, const AttentionDims& s, T scale, GemmLibrary library) {
+                               const T* k, const T* v, const AttentionDims& s, T scale,
+                               const GemmLibraries& libraries) {
   const int64_t dim = s.head_dim;
 #pragma omp parallel if (s.work() > kMinParallelElements)
   {
@@ -127,7 +128,7 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
               const int64_t keys = std::min(key_end - j_begin, kKeyBlock);
               const int64_t kv = s.kv_row(b, j_begin, g);
               // P = exp(scale Q K^T - lse), zero where masked
-              gemm_row_major(library, false, true, queries, keys, dim, scale, q_block, s.q_stride(), k + kv,
+              gemm_row_major(libraries, false, true, queries, keys, dim, scale, q_block, s.q_stride(), k + kv,
                              s.kv_stride(), T(0), probs.data(), kKeyBlock);
               for (int64_t r = 0; r < queries; ++r) {
                 T* row = probs.data() + r * kKeyBlock;
@@ -138,10 +139,10 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
                 exp_in_place(row, visible);
               }
               // dV += P^T dO
-              gemm_row_major(library, true, false, keys, dim, queries, T(1), probs.data(), kKeyBlock, dout_block,
+              gemm_row_major(libraries, true, false, keys, dim, queries, T(1), probs.data(), kKeyBlock, dout_block,
                              s.q_stride(), T(1), dv + kv, s.kv_stride());
               // dP = dO V^T, then dS = scale P (dP - D)
-              gemm_row_major(library, false, true, queries, keys, dim, T(1), dout_block, s.q_stride(), v + kv,
+              gemm_row_major(libraries, false, true, queries, keys, dim, T(1), dout_block, s.q_stride(), v + kv,
                              s.kv_stride(), T(0), dscores.data(), kKeyBlock);
               for (int64_t r = 0; r < queries; ++r) {
                 const T d_i = out_dot_dout[static_cast<size_t>(i_begin + r)];
@@ -150,9 +151,9 @@ void attention_backward_kernel(T* dq, T* dk, T* dv, const T* dout, const T* out,
                 for (int64_t j = 0; j < keys; ++j) ds[j] = scale * p[j] * (ds[j] - d_i);
               }
               // dQ += dS K;  dK += dS^T Q
-              gemm_row_major(library, false, false, queries, dim, keys, T(1), dscores.data(), kKeyBlock, k + kv,
+              gemm_row_major(libraries, false, false, queries, dim, keys, T(1), dscores.data(), kKeyBlock, k + kv,
                              s.kv_stride(), T(1), dq_block, s.q_stride());
-              gemm_row_major(library, true, false, keys, dim, queries, T(1), dscores.data(), kKeyBlock, q_block,
+              gemm_row_major(libraries, true, false, keys, dim, queries, T(1), dscores.data(), kKeyBlock, q_block,
                              s.q_stride(), T(1), dk + kv, s.kv_stride());
             }
           }
@@ -167,22 +168,22 @@ AttentionDims attention_dims(const Tensor& q, const Tensor& k) {
 }
 
 // f32: the tile kernels (cpu_attention_f32.cpp) where the backend uses them, else the kernels above.
-void forward_f32(bool tiles, GemmLibrary library, float* out, float* lse, const float* q, const float* k,
+void forward_f32(bool tiles, const GemmLibraries& libraries, float* out, float* lse, const float* q, const float* k,
                  const float* v, const AttentionDims& s, float scale) {
   if (tiles) {
     f32_attention_forward(out, lse, q, k, v, s, scale);
   } else {
-    attention_forward_kernel(out, lse, q, k, v, s, scale, library);
+    attention_forward_kernel(out, lse, q, k, v, s, scale, libraries);
   }
 }
 
-void backward_f32(bool tiles, GemmLibrary library, float* dq, float* dk, float* dv, const float* dout,
+void backward_f32(bool tiles, const GemmLibraries& libraries, float* dq, float* dk, float* dv, const float* dout,
                   const float* out, const float* lse, const float* q, const float* k, const float* v,
                   const AttentionDims& s, float scale) {
   if (tiles) {
     f32_attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, scale);
   } else {
-    attention_backward_kernel(dq, dk, dv, dout, out, lse, q, k, v, s, scale, library);
+    attention_backward_kernel(dq, dk, dv, dout, out, lse, q, k, v, s, scale, libraries);
   }
 }
 
@@ -208,7 +209,7 @@ void CpuBackend::do_attention_forward(const Tensor& out, const Tensor& lse, cons
     }
     Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v);
     Buffer out32(*this, out.shape, DType::f32);
-    forward_f32(f32_attention_tiles_, gemm_library_, out32.tensor().as<float>(), lse.as<float>(),
+    forward_f32(f32_attention_tiles_, gemm_libraries_, out32.tensor().as<float>(), lse.as<float>(),
                 q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
                 static_cast<float>(scale));
     copy(out, out32);
@@ -218,11 +219,11 @@ void CpuBackend::do_attention_forward(const Tensor& out, const Tensor& lse, cons
     using T = decltype(zero);
     SideValues<T> lse_values(lse);
     if constexpr (std::is_same_v<T, float>) {
-      forward_f32(f32_attention_tiles_, gemm_library_, out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(),
+      forward_f32(f32_attention_tiles_, gemm_libraries_, out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(),
                   v.as<T>(), s, static_cast<T>(scale));
     } else {
       attention_forward_kernel(out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
-                               static_cast<T>(scale), gemm_library_);
+                               static_cast<T>(scale), gemm_libraries_);
     }
     lse_values.store();
   });
@@ -245,7 +246,7 @@ void CpuBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_ou
     Buffer q32 = f32_copy(*this, q), k32 = f32_copy(*this, k), v32 = f32_copy(*this, v),
            dout32 = f32_copy(*this, dout), out32 = f32_copy(*this, out);
     Buffer dq32(*this, q.shape, DType::f32), dk32(*this, k.shape, DType::f32), dv32(*this, k.shape, DType::f32);
-    backward_f32(f32_attention_tiles_, gemm_library_, dq32.tensor().as<float>(), dk32.tensor().as<float>(),
+    backward_f32(f32_attention_tiles_, gemm_libraries_, dq32.tensor().as<float>(), dk32.tensor().as<float>(),
                  dv32.tensor().as<float>(), dout32.tensor().as<float>(), out32.tensor().as<float>(), lse.as<float>(),
                  q32.tensor().as<float>(), k32.tensor().as<float>(), v32.tensor().as<float>(), s,
                  static_cast<float>(scale));
@@ -259,13 +260,13 @@ void CpuBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_ou
     SideValues<T> lse_values(lse);
     lse_values.load();
     if constexpr (std::is_same_v<T, float>) {
-      backward_f32(f32_attention_tiles_, gemm_library_, dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(),
+      backward_f32(f32_attention_tiles_, gemm_libraries_, dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(),
                    dout.as<T>(), out.as<T>(), lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s,
                    static_cast<T>(scale));
     } else {
       attention_backward_kernel(dq_out.as<T>(), dk_out.as<T>(), dv_out.as<T>(), dout.as<T>(), out.as<T>(),
                                 lse_values.data(), q.as<T>(), k.as<T>(), v.as<T>(), s, static_cast<T>(scale),
-                                gemm_library_);
+                                gemm_libraries_);
     }
   });
 }

@@ -40,9 +40,9 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
   // First: the level limits the libraries below before they start (cpu_level.h).
   const bool bf16_engine = bf16_engine_available();
   threads_ = set_thread_count(options.threads);
-  gemm_library_ = default_gemm_library();
+  gemm_libraries_ = default_gemm_libraries();
   openblas_set_threads(threads_);  // loads OpenBLAS now, so a missing library fails at creation
-  if (gemm_library_ == GemmLibrary::blis) blis_set_threads(threads_);  // BLIS runs one thread unless told
+  if (gemm_libraries_.uses(GemmLibrary::blis)) blis_set_threads(threads_);  // BLIS runs one thread unless told
   amx_usable();  // asks the kernel for AMX tile data once, before any kernel needs it (amx.h)
   f32_attention_tiles_ = f32_attention_built() && cpu_level_at_least(CpuLevel::avx2) &&
                          !switched_off("CLOCKTRAIN_CPU_F32_ATTENTION");
@@ -81,7 +81,7 @@ CpuBackend::CpuBackend(const BackendOptions& options) {
 std::string CpuBackend::device_description() const {
   std::string description =
       str(threads_, " threads on ", cpu_info().model_name, " (CPU level ", cpu_level_description(), "); matmuls ",
-          matmul_precision_name(matmul_precision()), "; f32 GEMM: ", gemm_library_name(gemm_library_),
+          matmul_precision_name(matmul_precision()), "; f32 GEMM: ", gemm_libraries_description(gemm_libraries_),
           ", OpenBLAS core ", openblas_core_name());
   // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)

@@ -21,8 +21,8 @@
 // is written by one thread in a fixed order, and reductions (sum, sum_squares) add fixed blocks in
 // order, so results are identical from run to run (and for sum/sum_squares, for any thread count).
 //
-// GEMM: f32 through OpenBLAS or oneDNN (gemm_library.h; CLOCKTRAIN_CPU_GEMM picks), f64 through
-// OpenBLAS's dgemm.
+// GEMM: f32 through oneDNN or OpenBLAS by transpose case (gemm_library.h; CLOCKTRAIN_CPU_GEMM
+// overrides), f64 through OpenBLAS's dgemm.
 //
 // CPU levels (cpu_level.h, docs/cpu.md): the kernels and libraries follow the CPU level in use (the
 // CPU's own, or lower with CLOCKTRAIN_CPU_MAX_ISA).

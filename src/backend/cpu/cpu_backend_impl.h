@@ -99,7 +99,7 @@ class CpuBackend final : public Backend {
  private:
   ProcessGroup* group_ = nullptr;  // null: one process
   int threads_ = 1;
-  GemmLibrary gemm_library_ = GemmLibrary::openblas;
+  GemmLibraries gemm_libraries_ = GemmLibraries::all(GemmLibrary::openblas);  // f32, by transpose case
   bool matmul_bf16_ = false;  // matmul_precision bf16: the model stores matmul operands in bf16
   // f32 attention on clocktrain's register blocks (cpu_attention_f32.h: AVX2 FMA, or AVX-512 at that
   // level): built, the CPU level is avx2 or above, and CLOCKTRAIN_CPU_F32_ATTENTION is not "0" (which

@@ -29,7 +29,7 @@ void CpuBackend::do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool
     dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a.as<double>(), lda, b.as<double>(), ldb, beta,
                     c.as<double>(), ldc);
   } else {
-    sgemm_row_major(gemm_library_, transpose_a, transpose_b, m, n, k, static_cast<float>(alpha), a.as<float>(),
+    sgemm_row_major(gemm_libraries_, transpose_a, transpose_b, m, n, k, static_cast<float>(alpha), a.as<float>(),
                     lda, b.as<float>(), ldb, static_cast<float>(beta), c.as<float>(), ldc);
   }
 }

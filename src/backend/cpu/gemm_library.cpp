@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <dnnl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -174,15 +175,69 @@ GemmLibrary parse_gemm_library(const std::string& name) {
   fail("CLOCKTRAIN_CPU_GEMM: unknown GEMM library '", name, "' (expected openblas, onednn or blis)");
 }
 
-GemmLibrary default_gemm_library() {
-  const char* choice = std::getenv("CLOCKTRAIN_CPU_GEMM");
-  if (choice && *choice) return parse_gemm_library(choice);
-  return GemmLibrary::openblas;
+namespace {
+
+// The transpose cases by index: bit 1 says A is transposed, bit 0 that B is. Lower case in
+// CLOCKTRAIN_CPU_GEMM, upper case in descriptions.
+constexpr const char* kCaseNames[4] = {"nn", "nt", "tn", "tt"};
+constexpr const char* kCaseLabels[4] = {"NN", "NT", "TN", "TT"};
+
+GemmLibrary& library_of_case(GemmLibraries& libraries, int index) {
+  GemmLibrary* cases[4] = {&libraries.nn, &libraries.nt, &libraries.tn, &libraries.tt};
+  return *cases[index];
 }
 
-void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                     int64_t ldc) {
+}  // namespace
+
+std::string gemm_libraries_description(const GemmLibraries& libraries) {
+  if (libraries == GemmLibraries::all(libraries.nn)) return gemm_library_name(libraries.nn);
+  std::string description;
+  for (GemmLibrary library : {GemmLibrary::openblas, GemmLibrary::onednn, GemmLibrary::blis}) {
+    std::string cases;
+    for (int index = 0; index < 4; ++index)
+      if (libraries.of(index & 2, index & 1) == library) cases += str(cases.empty() ? "" : ", ", kCaseLabels[index]);
+    if (cases.empty()) continue;
+    description += str(description.empty() ? "" : ", ", gemm_library_name(library), " (", cases, ")");
+  }
+  return description;
+}
+
+GemmLibraries parse_gemm_libraries(const std::string& spec, const GemmLibraries& base) {
+  if (spec.find('=') == std::string::npos) return GemmLibraries::all(parse_gemm_library(spec));
+  GemmLibraries libraries = base;
+  size_t begin = 0;
+  while (begin <= spec.size()) {
+    const size_t end = std::min(spec.find(',', begin), spec.size());
+    const std::string part = spec.substr(begin, end - begin);
+    const size_t equals = part.find('=');
+    const std::string name = part.substr(0, equals);
+    int index = 0;
+    while (index < 4 && name != kCaseNames[index]) ++index;
+    check(equals != std::string::npos && index < 4, "CLOCKTRAIN_CPU_GEMM: cannot read '", part, "' in '", spec,
+          "' (expected a library, or CASE=LIBRARY parts separated by commas, CASE one of nn, nt, tn, tt)");
+    library_of_case(libraries, index) = parse_gemm_library(part.substr(equals + 1));
+    begin = end + 1;
+  }
+  return libraries;
+}
+
+// oneDNN's dnnl_sgemm for the products whose A is read as stored (NN, NT), OpenBLAS for those whose
+// A is transposed (TN, TT: the weight gradients, K = the tokens), at every level: on cpu-small's
+// products oneDNN leads OpenBLAS by 5-20% on NN and NT and trails it by up to 30% on TN
+// (docs/performance-journal.md "GEMM library by transpose case"). BLIS never leads by enough to be a
+// third library to load.
+GemmLibraries default_gemm_libraries() {
+  const GemmLibraries by_case = {.nn = GemmLibrary::onednn, .nt = GemmLibrary::onednn, .tn = GemmLibrary::openblas,
+                                 .tt = GemmLibrary::openblas};
+  const char* choice = std::getenv("CLOCKTRAIN_CPU_GEMM");
+  if (choice && *choice) return parse_gemm_libraries(choice, by_case);
+  return by_case;
+}
+
+void sgemm_row_major(const GemmLibraries& libraries, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                     int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                     float* c, int64_t ldc) {
+  const GemmLibrary library = libraries.of(transpose_a, transpose_b);
   if (library == GemmLibrary::blis) {
     blis().sgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
                  blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta, c,
@@ -190,6 +245,7 @@ void sgemm_row_major(GemmLibrary library, bool transpose_a, bool transpose_b, in
     return;
   }
   if (library == GemmLibrary::onednn) {
+    cpu_level();  // the level's limit reaches oneDNN before its first kernel (cpu_level.h)
     dnnl_status_t status = dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
                                       ldb, beta, c, ldc);
     check(status == dnnl_success, "gemm: dnnl_sgemm failed with status ", static_cast<int>(status));
