@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/demo-run}
-bin=${CLOCKTRAIN_BIN:-build/release/src/cli/clocktrain}
+bin=${CLOCKTRAIN_BIN:-build/release/clocktrain}
 rm -rf "$out"
 /usr/bin/python3 scripts/demo_run_records.py "$out"
 "$bin" report "$out"

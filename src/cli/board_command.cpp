@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "harness/board.h"
+#include "util/error.h"
 
 namespace ct::cli {
 
@@ -23,7 +24,12 @@ void add_board_command(CLI::App& app) {
       ->check(CLI::IsMember({1, 2}));
   cmd->add_flag("--json", opts->json, "Print the board as JSON");
   cmd->callback([opts] {
-    std::vector<BoardInput> inputs = load_board_inputs(opts->results);
+    std::vector<std::string> skipped;
+    std::vector<BoardInput> inputs = load_board_inputs(opts->results, &skipped);
+    for (const std::string& folder : skipped)
+      std::fprintf(stderr, "board: skipped %s: no result.json (not a run folder, or a run that has not finished)\n",
+                   folder.c_str());
+    check(!inputs.empty(), "board: none of the ", opts->results.size(), " paths given holds a result.json");
     int round = opts->round ? opts->round : infer_round(inputs);
     Board board = build_board(std::move(inputs), round);
     std::string text = opts->json ? board_json(board).dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n"

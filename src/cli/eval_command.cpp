@@ -22,6 +22,7 @@ struct BpbArgs {
   int64_t tokens = 0;
   int64_t batch_tokens = 16384;
   bool json = false;
+  bool no_progress = false;
   bool per_document = false;
   BackendArgs backend;
 };
@@ -41,6 +42,7 @@ void run_bpb(const BpbArgs& args) {
   const Stopwatch watch;
   int64_t tenths_printed = 0;
   options.progress = [&](int64_t done, int64_t total) {
+    if (args.no_progress) return;
     if (progress.enabled()) {
       progress.update(str("val_bpb: ", done, "/", total, " tokens"), done == total);
       return;
@@ -88,6 +90,7 @@ struct CoreArgs {
   int64_t max_per_task = 0;
   int64_t batch_tokens = 16384;
   bool json = false;
+  bool no_progress = false;
   bool no_prefix_reuse = false;
   BackendArgs backend;
 };
@@ -121,7 +124,7 @@ void run_core(const CoreArgs& args) {
   options.keep_rows = !args.dump_prompts.empty();
   ProgressLine progress;
   options.progress = [&](const std::string& label, int64_t done, int64_t total) {
-    progress.update(str("CORE: ", label, " ", done, "/", total));
+    if (!args.no_progress) progress.update(str("CORE: ", label, " ", done, "/", total));
   };
   CoreResult result = evaluate_checkpoint_core(checkpoint, bundle, options);
   progress.finish();
@@ -155,6 +158,8 @@ void add_eval_command(CLI::App& app) {
   b->add_option("--data", bpb.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   b->add_option("--out", bpb.out, "Also write the result as JSON to this file");
   b->add_flag("--json", bpb.json, "Print JSON instead of a line of text");
+  b->add_flag("--no-progress", bpb.no_progress,
+              "No progress: neither the status line (on a terminal) nor a line per tenth (otherwise)");
   b->add_flag("--per-document", bpb.per_document,
               "Also print each document's val_bpb, bytes and share of the nats (the JSON always has them)");
   add_backend_options(b, bpb.backend);
@@ -174,6 +179,7 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--dump-prompts", core.dump_prompts,
                 "Write every row's prompts, tokens, spans, losses and verdict as JSON to this file");
   c->add_flag("--json", core.json, "Print JSON instead of the table");
+  c->add_flag("--no-progress", core.no_progress, "No status line on a terminal");
   c->add_flag("--no-prefix-reuse", core.no_prefix_reuse,
               "Score every sequence in full (the plain path: same results, slower; for checks and benchmarks)");
   add_backend_options(c, core.backend);

@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
     // A subcommand that finished its work but reports failure through its exit status.
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help); a refused option is exit status 1, like every other
+    // refusal (docs/run.md), not CLI11's own codes (104-109).
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const ct::Error& e) {
     std::fprintf(stderr, "clocktrain: error: %s\n", e.what());
     stop_other_processes(1);

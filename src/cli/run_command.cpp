@@ -1,5 +1,6 @@
 // clocktrain run RECIPE: prepare, train against the clock, evaluate in a separate process, judge
 // by the gate, write result.json and report.html (docs/run.md; the steps are harness/run_pipeline.h).
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -64,6 +65,11 @@ void run_run(const RunArgs& a, bool budget_given) {
   std::cout << "result: " << outcome.result_path.string() << "\n";
   if (!outcome.report_path.empty()) std::cout << "report: " << outcome.report_path.string() << "\n";
   std::cout << std::flush;
+  if (outcome.stop_signal != 0) {
+    std::fprintf(stderr, "clocktrain run: stopped by %s during training; recorded in %s, not evaluated\n",
+                 outcome.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", outcome.result_path.c_str());
+    throw CLI::RuntimeError(128 + outcome.stop_signal);  // the shell's convention for a signalled command
+  }
   if (!outcome.result.gate.eligible) {
     std::string failed;
     for (const auto& name : outcome.result.gate.failed_checks()) failed += (failed.empty() ? "" : ", ") + name;
@@ -81,7 +87,8 @@ void add_run_command(CLI::App& app) {
       "run", "The timed run: prepare data, train against the clock, evaluate, gate, result.json (docs/run.md)");
   cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
   auto* budget = cmd->add_option("--budget", args->budget,
-                                 "Training-clock budget in seconds: a timed run (default: the recipe's; round 2: 4 h)");
+                                 "Training-clock budget in seconds: a timed run (default: the recipe's; round 2: 4 h, "
+                                 "except in a practice run)");
   cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)");
   cmd->add_option("--threads", args->threads, "CPU threads (default: every core, as the gate requires)");
   cmd->add_option("--data", args->data, "The shipped data folder: corpus/, val/, eval_bundle/ (default: $CLOCKTRAIN_DATA or ../shared/data)");

@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
 #include "train/trainer.h"
+#include "util/child_process.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -28,6 +30,23 @@ struct TrainArgs {
   std::string resume;
   bool no_progress = false;
 };
+
+// The command that continues this run: the same recipe and options (a resumed run is the same run
+// only with the same budget or steps, data, seed, threads and batch), reading the checkpoint.
+std::string resume_command(const TrainArgs& a, bool budget_given, bool steps_given,
+                           const std::filesystem::path& checkpoint) {
+  std::vector<std::string> argv = {"clocktrain", "train", a.recipe, "--data", a.data};
+  char budget[32];
+  std::snprintf(budget, sizeof(budget), "%.15g", a.budget);
+  if (budget_given) argv.insert(argv.end(), {"--budget", budget});
+  if (steps_given) argv.insert(argv.end(), {"--steps", std::to_string(a.steps)});
+  if (a.seed >= 0) argv.insert(argv.end(), {"--seed", std::to_string(a.seed)});
+  if (a.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(a.threads)});
+  if (a.micro_batch_rows > 0) argv.insert(argv.end(), {"--micro-batch-rows", std::to_string(a.micro_batch_rows)});
+  if (a.no_progress) argv.push_back("--no-progress");
+  argv.insert(argv.end(), {"--resume", checkpoint.string()});
+  return shell_join(argv);
+}
 
 void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
@@ -79,8 +98,8 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
   check(result.ok(), "train: ", result.error);
   if (result.stop_signal != 0) {
-    std::printf("stopped by %s; continue with: clocktrain train %s --resume %s\n",
-                result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", a.recipe.c_str(), result.checkpoint_dir.string().c_str());
+    std::printf("stopped by %s; continue with: %s\n", result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                resume_command(a, budget_given, steps_given, result.checkpoint_dir).c_str());
     std::fflush(stdout);
     throw CLI::RuntimeError(128 + result.stop_signal);  // the shell's convention for a signalled command
   }

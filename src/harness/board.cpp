@@ -108,10 +108,17 @@ bool rank_less(const BoardRow& a, const BoardRow& b) {
 
 }  // namespace
 
-std::vector<BoardInput> load_board_inputs(const std::vector<std::string>& paths) {
+std::vector<BoardInput> load_board_inputs(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
   std::vector<BoardInput> inputs;
   std::set<std::string> seen;
   for (const auto& p : paths) {
+    std::error_code ec;
+    const bool no_result = std::filesystem::is_directory(p, ec) &&
+                           !std::filesystem::exists(std::filesystem::path(p) / kResultFileName, ec);
+    if (skipped && no_result) {
+      skipped->push_back(p);
+      continue;
+    }
     std::filesystem::path file = resolve_result_path(p);
     if (!seen.insert(canonical_for_guard(file).string()).second) continue;
     inputs.push_back({file.string(), read_result_file(file)});

@@ -44,8 +44,11 @@ struct Board {
 };
 
 // Reads each path (a result.json or a run folder holding one); the first malformed file stops
-// with an error naming it. A file given twice is read once.
-std::vector<BoardInput> load_board_inputs(const std::vector<std::string>& paths);
+// with an error naming it. A file given twice is read once. A folder without result.json (`runs/*/`
+// also matches the data cache runs/cache/, the lab's runs/lab/, a run still going or one that
+// crashed) is an error, unless `skipped` is given: then it is left out and its path added there.
+std::vector<BoardInput> load_board_inputs(const std::vector<std::string>& paths,
+                                          std::vector<std::string>* skipped = nullptr);
 
 // The round the results were run under; an error naming two files when they disagree.
 int infer_round(const std::vector<BoardInput>& inputs);

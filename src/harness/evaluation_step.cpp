@@ -108,8 +108,9 @@ EvaluationOutcome run_evaluation_step(const EvaluationStep& step, std::ostream& 
   out.evidence.allowed_roots = {canonical_for_guard(step.checkpoint_dir).string(), canonical_for_guard(layout.val()).string()};
   if (step.core) out.evidence.allowed_roots.push_back(canonical_for_guard(layout.eval_bundle()).string());
 
-  const std::vector<std::string> common = {"--data", step.data_dir.string(), "--backend", step.backend, "--threads",
-                                           std::to_string(step.threads)};
+  std::vector<std::string> common = {"--data", step.data_dir.string(), "--backend", step.backend, "--threads",
+                                     std::to_string(step.threads)};
+  if (!step.progress) common.push_back("--no-progress");
   {
     const fs::path json_path = step.out_dir / "bpb.json";
     // --per-document: the log shows where the score comes from (docs/eval.md).

@@ -28,6 +28,7 @@ struct EvaluationStep {
   bool core = false;
   int64_t core_max_per_task = 0;         // 0 = every row
   double core_timeout_seconds = 0;       // 0 = none; past it the evaluator is killed
+  bool progress = true;                  // false: the evaluators print no progress (--no-progress)
 };
 
 struct EvaluationOutcome {

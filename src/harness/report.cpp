@@ -416,9 +416,15 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out) {
   in.title = fs::absolute(run_dir).lexically_normal().filename().string();
   if (in.title.empty()) in.title = fs::absolute(run_dir).lexically_normal().parent_path().filename().string();
   fs::path metrics = run_dir / kMetricsFileName;
-  check(fs::is_regular_file(metrics, ec), metrics.string(), ": missing (every run folder has the trainer's log)");
-  in.metrics = read_metrics_file(metrics);
   fs::path result = run_dir / kResultFileName;
+  if (fs::is_regular_file(metrics, ec)) {
+    in.metrics = read_metrics_file(metrics);
+  } else {
+    // `clocktrain run` whose backend could not start writes result.json alone (docs/run.md).
+    check(fs::exists(result, ec), run_dir.string(), ": neither ", kMetricsFileName, " nor ", kResultFileName,
+          ": not a run folder");
+    in.notes.push_back("metrics.jsonl is missing: training never started (result.json says why).");
+  }
   if (fs::exists(result, ec)) {
     in.result = read_result_file(result);
     // What `clocktrain run` noted on the way (docs/run-records.md: notes), shown at the top.

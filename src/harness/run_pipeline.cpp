@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 
 #include "backend/parallel/launch.h"
+#include "eval/core_bundle.h"
 #include "harness/data_cache.h"
 #include "harness/environment.h"
 #include "harness/evaluation_step.h"
@@ -35,7 +37,8 @@ Recipe resolve_recipe(const RunPipelineOptions& o) {
   Recipe r = load_recipe(o.recipe_path);
   RecipeOverrides overrides;
   overrides.budget_seconds = o.budget_seconds;
-  if (!overrides.budget_seconds && o.round == 2) overrides.budget_seconds = kRound2BudgetSeconds;
+  // Round 2 trains 4 hours; a practice run keeps the recipe's own budget (or steps) unless --budget.
+  if (!overrides.budget_seconds && o.round == 2 && !o.practice) overrides.budget_seconds = kRound2BudgetSeconds;
   overrides.seed = o.seed;
   overrides.threads = o.threads;
   apply_recipe_overrides(r, overrides, o.recipe_path.string() + " (with the options of clocktrain run)");
@@ -188,6 +191,13 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   check(fs::is_directory(layout.val()), layout.val().string(),
         ": missing: the evaluator scores val_bpb on the pinned validation documents (--data names the data folder)");
   if (core) check(fs::is_directory(layout.eval_bundle()), layout.eval_bundle().string(), ": missing: CORE needs the eval bundle");
+  if (core && o.core_max_per_task > 0) {
+    // A task's few shots come from its other rows: refused now, not after training and val_bpb.
+    for (const CoreTaskSpec& task : load_core_bundle(layout.eval_bundle()).tasks)
+      check(!task.data_present || o.core_max_per_task > task.num_fewshot, "--max-per-task ", o.core_max_per_task,
+            ": task '", task.label, "' takes ", task.num_fewshot, " shots from its other rows, so it needs more than ",
+            task.num_fewshot, " rows (give at least ", task.num_fewshot + 1, ")");
+  }
   check(!o.evaluator_binary.empty(), "run: the evaluator binary was not given");
   RunOutcome out;
   out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S")) : o.out_dir;
@@ -262,9 +272,14 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   if (training.returned && !training.result.checkpoint_dir.empty() && fs::exists(checkpoint / kModelWeightsFile))
     saved_sha256 = sha256_file(checkpoint / kModelWeightsFile);
 
-  // 3. The trusted evaluation, in separate processes.
+  // 3. The trusted evaluation, in separate processes; not for a run that was stopped by hand (the user
+  // asked it to stop, and a stopped run is not scored).
   EvaluationOutcome evaluation;
-  if (!saved_sha256.empty()) {
+  out.stop_signal = training.returned ? training.result.stop_signal : 0;
+  if (out.stop_signal != 0) {
+    out.notes.push_back(str("training was stopped by ", out.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                            ", so nothing was evaluated (a stopped run is not scored)"));
+  } else if (!saved_sha256.empty()) {
     EvaluationStep step;
     step.binary = o.evaluator_binary;
     step.checkpoint_dir = checkpoint;
@@ -276,6 +291,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     step.core = core;
     step.core_max_per_task = o.core_max_per_task;
     step.core_timeout_seconds = o.round == 2 ? o.core_timeout_seconds : 0.0;
+    step.progress = o.progress;
     evaluation = run_evaluation_step(step, log);
   } else {
     out.notes.push_back("no final checkpoint was saved, so nothing was evaluated");

@@ -52,6 +52,8 @@ struct RunOutcome {
   RunResult result;
   std::filesystem::path run_dir, result_path, report_path;
   std::vector<std::string> notes;  // what went wrong along the way (also in result.json's notes)
+  // SIGINT or SIGTERM when one stopped the training: the run is recorded, not evaluated, not eligible.
+  int stop_signal = 0;
 };
 
 RunOutcome run_pipeline(const RunPipelineOptions& options, std::ostream& log);

@@ -32,6 +32,8 @@ void fsync_directory(const fs::path& dir) {
 }  // namespace
 
 std::string read_file(const fs::path& path) {
+  std::error_code ec;
+  check(!fs::is_directory(path, ec), path.string(), ": a folder, where a file was expected");
   std::ifstream in(path, std::ios::binary);
   check(in.good(), path.string(), ": cannot open for reading");
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

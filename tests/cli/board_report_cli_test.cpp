@@ -64,6 +64,22 @@ TEST(BoardCli, MalformedFileIsNamedAndExitIsNonZero) {
   EXPECT_THAT(missing.output, HasSubstr("/nonexistent/result.json"));
 }
 
+TEST(BoardCli, FoldersWithoutAResultAreSkippedAndNamed) {
+  // `board runs/*/` after `clocktrain run`: runs/cache/ (prepared data) holds no result.json.
+  test::TempDir dir;
+  fs::create_directories(dir / "runs" / "cache" / "0123abcd");
+  fs::create_directories(dir / "runs" / "a");
+  fs::copy_file(results() + "/round1/a.json", dir / "runs" / "a" / "result.json");
+  const std::string runs = (dir / "runs").string();
+  auto r = clocktrain("board " + runs + "/*/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("board: skipped " + runs + "/cache/: no result.json"));
+  EXPECT_THAT(r.output, HasSubstr("   1  a "));
+  auto none = clocktrain("board " + runs + "/cache/");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("none of the 1 paths given holds a result.json"));
+}
+
 TEST(ReportCli, BuildsThePageOfARunFolder) {
   test::TempDir dir;
   auto run = dir / "run";
@@ -80,12 +96,23 @@ TEST(ReportCli, BuildsThePageOfARunFolder) {
   EXPECT_THAT(page, HasSubstr("ELIGIBLE"));
 }
 
-TEST(ReportCli, MissingMetricsIsAnError) {
+TEST(ReportCli, AFolderWithNeitherRecordIsAnError) {
   test::TempDir dir;
   auto r = clocktrain("report " + dir.path().string());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("metrics.jsonl: missing"));
+  EXPECT_THAT(r.output, HasSubstr("neither metrics.jsonl nor result.json: not a run folder"));
   EXPECT_FALSE(fs::exists(dir / "report.html"));
+}
+
+TEST(ReportCli, ARunWhoseTrainingNeverStartedGetsAPage) {
+  // `clocktrain run` whose backend could not start writes result.json alone.
+  test::TempDir dir;
+  fs::copy_file(results() + "/round1/g.json", dir / "result.json");
+  auto r = clocktrain("report " + dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string page = read_file(dir / "report.html");
+  EXPECT_THAT(page, HasSubstr("metrics.jsonl is missing: training never started"));
+  EXPECT_THAT(page, HasSubstr("NOT ELIGIBLE"));
 }
 
 }  // namespace

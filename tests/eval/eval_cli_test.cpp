@@ -108,6 +108,12 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   ASSERT_NE(line, std::string::npos) << logged.output;
   EXPECT_NE(logged.output.find("0% (", line), std::string::npos) << logged.output;
   EXPECT_NE(logged.output.find(" targets, ", line), std::string::npos) << logged.output;
+  // --no-progress (what `clocktrain run --no-progress` passes on): the result line alone
+  auto quiet = test::run_command(bin() + " eval bpb " + ckpt() + " --data " + (dir_ / "data").string() +
+                                 " --backend cpu --batch-tokens 64 --no-progress");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("val_bpb: "), std::string::npos) << quiet.output;
+  EXPECT_NE(quiet.output.find("val_bpb "), std::string::npos) << quiet.output;
 }
 
 TEST_F(EvalCli, CoreTableJsonAndDump) {

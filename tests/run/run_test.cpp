@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "harness/gate.h"
 #include "harness/xml_check.h"
 #include "run/run_test_support.h"
 #include "util/json.h"
@@ -224,10 +225,13 @@ TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
   EXPECT_TRUE(r.gate.checks[5].passed) << r.gate.checks[5].evidence;
   EXPECT_NE(check_named(r, "trusted_evaluation").evidence.find("val_bpb and CORE"), std::string::npos);
 
-  auto late =
-      clocktrain_run(recipe, data, tmp / "cache", tmp / "run2", "--round 2 --budget 1 --practice --core-timeout 0.001");
+  // Without --budget a practice run keeps the recipe's: this one trains its 12 steps, not 4 hours.
+  auto late = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2", "--round 2 --practice --core-timeout 0.001");
   EXPECT_EQ(late.exit_code, kGateFailed) << late.output;
+  EXPECT_NE(late.output.find("12 steps"), std::string::npos) << late.output;
   const RunResult r2 = read_result_file(tmp / "run2");
+  EXPECT_NE(r2.budget_seconds, kRound2BudgetSeconds);
+  EXPECT_TRUE(check_named(r2, "time").passed) << check_named(r2, "time").evidence;
   EXPECT_FALSE(r2.gate.eligible);
   EXPECT_FALSE(check_named(r2, "core_time").passed);
   const size_t failed_line = late.output.find("the gate failed: ");
@@ -235,6 +239,47 @@ TEST(Run, Round2RunsCoreAndFailsWhenItPassesTheTimeout) {
   EXPECT_NE(late.output.find("core_time", failed_line), std::string::npos) << late.output;
   EXPECT_NE(check_named(r2, "core_time").evidence.find("CORE did not finish"), std::string::npos);
   EXPECT_TRUE(check_named(r2, "valid_score").passed);
+}
+
+// A --max-per-task that leaves a task too few rows for its shots is refused before anything is prepared.
+TEST(Run, AMaxPerTaskBelowATasksShotsIsRefusedFirst) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path(), /*with_core=*/true);
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto r = clocktrain_run(recipe, data, tmp / "cache", tmp / "run", "--core --max-per-task 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--max-per-task 2: task 'mc_answer' takes 2 shots from its other rows, so it needs more "
+                          "than 2 rows (give at least 3)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(tmp / "cache"));
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+// SIGTERM (or Ctrl-C's SIGINT) during training ends `clocktrain run`: the run is recorded with the
+// reason, nothing is evaluated, it is not eligible, and the exit status is the shell's 128 + signal.
+TEST(Run, AStopSignalEndsTheRunRecordedAndUnscored) {
+  TempDir tmp;
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  const fs::path out = tmp / "run";
+  // (SIGTERM: a background job of a non-interactive shell starts with SIGINT ignored)
+  const std::string run = clocktrain_bin() + " run " + recipe.string() + " --data " + data.string() + " --cache " +
+                          (tmp / "cache").string() + " --out " + out.string() +
+                          " --shard-tokens 20000 --heldout-tokens 2000 --no-progress --budget 600";
+  auto r = run_command(run + " 2>&1 & pid=$!; for i in $(seq 1 1200); do grep -q '\"train\"' " +
+                       (out / "metrics.jsonl").string() +
+                       " 2>/dev/null && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\"");
+  EXPECT_NE(r.output.find("exit=143"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("clocktrain run: stopped by SIGTERM during training; recorded in"), std::string::npos)
+      << r.output;
+  const RunResult result = read_result_file(out);
+  EXPECT_EQ(result.extra["train_stop"]["reason"], "signal");
+  EXPECT_FALSE(result.val_bpb.has_value());
+  EXPECT_FALSE(result.gate.eligible);
+  EXPECT_FALSE(fs::exists(out / "eval"));
+  EXPECT_NE(result.extra["notes"].dump().find("stopped by SIGTERM, so nothing was evaluated"), std::string::npos)
+      << result.extra["notes"].dump();
 }
 
 // Round 2's rules end to end: a short budget without --practice and a CORE subset each fail the gate

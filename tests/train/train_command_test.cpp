@@ -67,6 +67,18 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("vocab_size 257 differs from the recipe's model.vocab_size 8192"), std::string::npos)
       << r.output;
+
+  // a folder given as the recipe is named as such (not an internal error), and an option the parser
+  // refuses exits 1 like every other refusal (not CLI11's own 104-109)
+  r = test::run_command(test::clocktrain_bin() + " train " + dir.path().string() + " --data " + data.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(dir.path().string() + ": a folder, where a file was expected"), std::string::npos)
+      << r.output;
+  for (const char* bad : {" --steps abc", " --no-such-option", " --threads"}) {
+    r = test::run_command(base + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+  }
+  EXPECT_EQ(test::run_command(test::clocktrain_bin() + " train --help").exit_code, 0);
 }
 
 }  // namespace
