@@ -404,7 +404,10 @@ std::string render_report_html(const ReportInputs& in) {
   out += events_section(in.metrics);
   out += recipe_section(in);
   if (in.result) out += machine_section(*in.result);
-  out += "<footer>" + esc(str("report drawn by clocktrain ", kVersion, " from metrics.jsonl", in.result ? " and result.json" : "")) +
+  const std::string sources = in.metrics_read && in.result ? "metrics.jsonl and result.json"
+                              : in.metrics_read           ? "metrics.jsonl"
+                                                          : "result.json";
+  out += "<footer>" + esc(str("report drawn by clocktrain ", kVersion, " from ", sources)) +
          "</footer>\n</main>\n</body>\n</html>\n";
   return out;
 }
@@ -423,6 +426,7 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out) {
     // `clocktrain run` whose backend could not start writes result.json alone (docs/run.md).
     check(fs::exists(result, ec), run_dir.string(), ": neither ", kMetricsFileName, " nor ", kResultFileName,
           ": not a run folder");
+    in.metrics_read = false;
     in.notes.push_back("metrics.jsonl is missing: training never started (result.json says why).");
   }
   if (fs::exists(result, ec)) {

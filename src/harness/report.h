@@ -22,14 +22,15 @@ struct ReportInputs {
   std::string title;                // shown when there is no result (e.g. the run folder's name)
   std::optional<RunResult> result;  // absent while a run is in progress or after a crash
   MetricsLog metrics;
+  bool metrics_read = true;         // false: the folder has no metrics.jsonl (training never started)
   std::string recipe_text;          // the recipe file as saved in the run folder (may be empty)
   std::vector<std::string> notes;   // problems met while gathering the inputs, shown at the top
 };
 
 std::string render_report_html(const ReportInputs& inputs);
 
-// Gathers RUN_DIR/{metrics.jsonl,result.json,recipe.toml} (metrics.jsonl required; a missing
-// result.json is noted on the page) and writes the page atomically to `out` (default
+// Gathers RUN_DIR/{metrics.jsonl,result.json,recipe.toml} (at least one of the first two; a missing
+// one is noted on the page) and writes the page atomically to `out` (default
 // RUN_DIR/report.html). Returns the path written.
 std::filesystem::path write_run_report(const std::filesystem::path& run_dir,
                                        const std::filesystem::path& out = {});

@@ -112,6 +112,7 @@ TEST(ReportCli, ARunWhoseTrainingNeverStartedGetsAPage) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string page = read_file(dir / "report.html");
   EXPECT_THAT(page, HasSubstr("metrics.jsonl is missing: training never started"));
+  EXPECT_THAT(page, HasSubstr("from result.json</footer>"));
   EXPECT_THAT(page, HasSubstr("NOT ELIGIBLE"));
 }
 
