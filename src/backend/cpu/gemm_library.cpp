@@ -223,7 +223,8 @@ GemmLibraries parse_gemm_libraries(const std::string& spec, const GemmLibraries&
 
 // oneDNN's dnnl_sgemm for the products whose A is read as stored (NN, NT), OpenBLAS for those whose
 // A is transposed (TN, TT: the weight gradients, K = the tokens), at every level: on cpu-small's
-// products oneDNN leads OpenBLAS by 5-20% on NN and NT and trails it by up to 30% on TN
+// products oneDNN leads OpenBLAS by up to 20% on NT (and on NN from avx512 up; level at avx2) and
+// trails it by up to 30% on TN
 // (docs/performance-journal.md "GEMM library by transpose case"). BLIS never leads by enough to be a
 // third library to load.
 GemmLibraries default_gemm_libraries() {
