@@ -1,5 +1,9 @@
 // Device tests (skipped without a GPU): memory, host transfers, elementwise ops, reductions and
 // value slots of the CUDA backend against the CPU backend.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "cuda_test_support.h"
 
 namespace ct::test {
@@ -25,6 +29,27 @@ TEST(CudaMemory, AllocateZeroesAndTransfersRoundTrip) {
   expect_error([&] { Buffer f(gpu, Shape{2}, DType::f32); std::vector<int32_t> h(2); gpu.download(h.data(), DType::i32, f); },
                {"cannot convert f32 to i32"});
   EXPECT_GT(gpu.memory_in_use_bytes(), 0);
+}
+
+// The gate's full_machine check (src/harness/gate.cpp) compares devices used (device_count() x
+// world_size()) with devices_present(): present must be every GPU the machine shows, which
+// `nvidia-smi -L` lists one per line (when CUDA_VISIBLE_DEVICES does not narrow the view).
+TEST(CudaMemory, DevicesPresentAreTheMachinesGpus) {
+  CT_REQUIRE_CUDA();
+  Backend& gpu = *cuda();
+  EXPECT_EQ(gpu.device_count(), 1);
+  EXPECT_EQ(gpu.world_size(), 1);
+  EXPECT_GE(gpu.devices_present(), 1);
+  if (std::getenv("CUDA_VISIBLE_DEVICES")) GTEST_SKIP() << "CUDA_VISIBLE_DEVICES narrows what the process sees";
+  FILE* listing = popen("nvidia-smi -L 2>/dev/null", "r");
+  if (!listing) GTEST_SKIP() << "nvidia-smi cannot be started";
+  int listed = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, listing))
+    if (std::string(line).rfind("GPU ", 0) == 0) ++listed;
+  pclose(listing);
+  if (listed == 0) GTEST_SKIP() << "nvidia-smi -L listed no GPU";
+  EXPECT_EQ(gpu.devices_present(), listed) << "the backend must count every GPU nvidia-smi lists";
 }
 
 TEST(CudaMemory, Bf16ConversionsMatchTheCpuBitForBit) {
