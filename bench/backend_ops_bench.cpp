@@ -52,11 +52,17 @@ double median_ms(Backend& be, int repeats, const std::function<void()>& fn) {
   return times[times.size() / 2];
 }
 
+// Normal values: at most 4M drawn, repeated to fill the rest (the rates do not depend on the values,
+// and drawing all of the lm_head's 537M gradient values took most of the stage's minute on the H200
+// machine's host).
 Buffer random_buffer(Backend& be, const Shape& shape, DType dtype, uint64_t seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, static_cast<float>(scale));
   std::vector<float> host(static_cast<size_t>(shape.numel()));
-  for (float& v : host) v = normal(rng);
+  const size_t drawn = std::min<size_t>(host.size(), size_t{1} << 22);
+  for (size_t i = 0; i < drawn; ++i) host[i] = normal(rng);
+  for (size_t i = drawn; i < host.size(); i += drawn)
+    std::copy_n(host.begin(), std::min(drawn, host.size() - i), host.begin() + static_cast<std::ptrdiff_t>(i));
   Buffer b(be, shape, dtype);
   be.upload(b, host.data(), DType::f32);
   return b;

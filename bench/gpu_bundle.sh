@@ -4,7 +4,7 @@
 # ...), and no network. So the binaries are built HERE and carried:
 #
 #   .gpu_bundle/bin/       test_backend_cuda (parity tests), backend_ops_bench, and when built,
-#                          train_throughput_bench, test_model, clocktrain
+#                          train_throughput_bench, clocktrain
 #   .gpu_bundle/lib.tar.xz every shared library they load that is not glibc's, libstdc++/libgcc
 #                          (the image has g++ for nvcc) or CUDA's own (the image's toolkit and
 #                          PyTorch's wheels bring cuBLASLt and NCCL); OpenBLAS too (dlopen'ed)
@@ -33,7 +33,7 @@ fi
 known_targets=$(cmake --build "$build" --target help)
 echo "$known_targets" | grep -q "ct_backend_cuda" ||
   { echo "gpu_bundle: nvcc was not found: no CUDA backend to bundle" >&2; exit 1; }
-wanted="test_backend_cuda backend_ops_bench train_throughput_bench test_model clocktrain"
+wanted="test_backend_cuda backend_ops_bench train_throughput_bench clocktrain"
 targets=""
 for t in $wanted; do
   if echo "$known_targets" | grep -q "^\.\.\. $t\$"; then targets="$targets $t"; fi

@@ -76,12 +76,10 @@ def main():
                 tail = ["(no log)"]
             lines.extend("      | " + l[:150] for l in tail)
 
-    parity = [gtest_summary(load_json(os.path.join(work, f))) for f in ("parity.json", "parity_model.json")]
-    for label, p in zip(("backend", "model"), parity):
-        if p is None:
-            continue
-        results["parity_" + label] = dict(passed=p["passed"], failed=[n for n, _ in p["failed"]], skipped=p["skipped"])
-        lines.append(f"parity ({label}): {p['passed']} passed, {len(p['failed'])} failed, {len(p['skipped'])} skipped")
+    p = gtest_summary(load_json(os.path.join(work, "parity.json")))
+    if p is not None:
+        results["parity"] = dict(passed=p["passed"], failed=[n for n, _ in p["failed"]], skipped=p["skipped"])
+        lines.append(f"parity (test_backend_cuda): {p['passed']} passed, {len(p['failed'])} failed, {len(p['skipped'])} skipped")
         for name, message in p["failed"][:12]:
             lines.append(f"  FAILED {name}: {' / '.join(m.strip() for m in message)[:160]}")
 

@@ -97,7 +97,7 @@ class GPT(nn.Module):
             x = b(x, cos, sin)
         logits = self.lm_head(rms_norm(x)).float()
         logits = 15.0 * torch.tanh(logits / 15.0)
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)  # targets: a strided slice
 
 
 def newton_schulz(g, steps=5):

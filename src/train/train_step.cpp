@@ -49,6 +49,20 @@ TrainStep::TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int6
   check(micro_steps + optimizer.gradient_slots() <= Backend::kValueSlots, "TrainStep: ", micro_steps,
         " micro-batches and ", optimizer.gradient_slots(), " parameters need more than the backend's ",
         Backend::kValueSlots, " value slots");
+  drop_recordings();
+}
+
+TrainStep::~TrainStep() { drop_recordings(); }
+
+void TrainStep::drop_recordings() noexcept {
+  Backend& be = model_.backend();
+  if (!be.supports_graphs()) return;
+  try {
+    for (const char* region : {"forward_backward", "optimizer"}) be.reset_graph(region);
+  } catch (...) {
+    // reset_graph refuses only a region that is open, which an exception unwinding through this
+    // destructor may leave; the backend abandons such a region itself (op_failed).
+  }
 }
 
 bool TrainStep::uses_graphs() const { return graphs_ && model_.backend().supports_graphs(); }

@@ -76,7 +76,14 @@ class TrainStep {
   static constexpr int64_t kBucketBytes = int64_t{25} << 20;
 
   // Micro-batches of `rows` sequences of `seq_len` tokens, `micro_steps` of them per step and process.
+  // The backend's regions "forward_backward" and "optimizer" belong to one TrainStep at a time:
+  // constructing one drops what an earlier one recorded there (its model may still be alive, so
+  // no release() dropped it, and a replay of another model's recording is a mismatch), and the
+  // destructor drops this one's.
   TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int64_t rows, int64_t seq_len, bool graphs);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
 
   // next_batch(inputs, targets) fills one micro-batch (rows * seq_len ids each); it is called
   // micro_steps times before any device work is queued.
@@ -89,6 +96,8 @@ class TrainStep {
  private:
   // Whether this call of `region` runs as a recorded region (uses_graphs() and RegionSchedule).
   bool as_region(const char* region);
+  // reset_graph of both regions on backends that record them.
+  void drop_recordings() noexcept;
   GPT& model_;
   Optimizer& optimizer_;
   int64_t micro_steps_, rows_, seq_len_;

@@ -2,6 +2,9 @@
 // backend, for the reference kernels (f32 at 1e-4, bf16 at 1e-2) and the tensor-core flash kernels
 // (bf16, head_dim 64 and 128), with lengths that are not multiples of the tiles, grouped-query
 // heads and more keys than queries; plus determinism and the baseline's shape.
+#include <algorithm>
+#include <cmath>
+
 #include "cuda_test_support.h"
 
 namespace ct::test {
@@ -42,9 +45,23 @@ void check_attention(Backend& gpu, const AttentionCase& c, DType dtype, bool bac
   gpu.attention_backward(gdq, gdk, gdv, gdo, go, glse, gq, gk, gv, scale);
   // bf16 gradients go through bf16 products of bf16-rounded probabilities: a little looser
   const double grad_tol = dtype == DType::bf16 ? 2e-2 : 1e-4;
-  CT_EXPECT_CLOSE(read(gpu, gdq), read(cpu(), cdq), grad_tol);
-  CT_EXPECT_CLOSE(read(gpu, gdk), read(cpu(), cdk), grad_tol);
   CT_EXPECT_CLOSE(read(gpu, gdv), read(cpu(), cdv), grad_tol);
+  if (c.Tk > 1) {
+    CT_EXPECT_CLOSE(read(gpu, gdq), read(cpu(), cdq), grad_tol);
+    CT_EXPECT_CLOSE(read(gpu, gdk), read(cpu(), cdk), grad_tol);
+    return;
+  }
+  // One key: every softmax is the constant 1, so dq = dk = 0 in exact arithmetic (dS = P (dP - D)
+  // with dP = D) and each backend returns its own rounding of zero (the H200 gave 8.5e-7 in bf16
+  // where the CPU gave exact zeros): no relative measure applies. Bound the noise by dv's size.
+  auto largest = [](const Values& values) {
+    double m = 0;
+    for (double x : values) m = std::max(m, std::isfinite(x) ? std::abs(x) : INFINITY);
+    return m;
+  };
+  const double bound = grad_tol * largest(read(cpu(), cdv));
+  EXPECT_LT(largest(read(gpu, gdq)), bound) << "dq of a single key must be zero up to rounding";
+  EXPECT_LT(largest(read(gpu, gdk)), bound) << "dk of a single key must be zero up to rounding";
 }
 
 const AttentionCase kTrainingCases[] = {
