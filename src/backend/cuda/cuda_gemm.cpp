@@ -111,6 +111,8 @@ LtGemm::Plan& LtGemm::plan_for(const GemmCall& call, const Key& key) {
   check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)),
            "CUBLASLT_MATMUL_DESC_TRANSB", problem);
   if (call.operands == GemmOperand::fp8_e4m3) {
+    check(alignment_of(call.a_scale) >= 16 && alignment_of(call.b_scale) >= 16, "cuBLASLt needs 16-byte aligned fp8 "
+          "scale pointers (it refuses others with CUBLAS_STATUS_NOT_SUPPORTED) for ", problem);
     // Our b is cuBLASLt's A: its scale is b_scale.
     check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &call.b_scale,
                                             sizeof(call.b_scale)),

@@ -64,7 +64,12 @@ void launch_scale_by_inverse_norm(void* dst, DType dst_dtype, const void* src, D
 // ---- fp8 (kernels_elementwise.cu) -----------------------------------------------------------------
 // amax_bits: one unsigned int in device memory, zeroed by the caller; receives max|x| as float bits.
 void launch_amax(unsigned int* amax_bits, const void* x, DType dtype, int64_t n, cudaStream_t stream);
-// scales[0] = quantisation scale 448/amax (1 when amax is 0 or not finite), scales[1] = its inverse.
+// Scales sit kFp8ScaleStride floats apart: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, from
+// cublasLtMatmul after its heuristic accepted the call) a scale pointer that is not 16-byte aligned
+// (seen on the H200: offsets 4 and 12 refused, 0 and 16 accepted).
+constexpr int64_t kFp8ScaleStride = 4;
+// scales[0] = quantisation scale 448/amax (1 when amax is 0 or not finite),
+// scales[kFp8ScaleStride] = its inverse (the dequantisation scale cuBLASLt reads).
 void launch_fp8_scales(float* scales, const unsigned int* amax_bits, cudaStream_t stream);
 // q = e4m3(x * scales[0]), saturating to +-448.
 void launch_fp8_quantize(void* q, const void* x, DType dtype, int64_t n, const float* scales, cudaStream_t stream);

@@ -72,16 +72,17 @@ void CudaBackend::do_linear_forward_fp8(const Tensor& x, const Tensor& w, const 
   OpCall call = graph_call("linear_forward_fp8", Signature().tensor(x).tensor(w).tensor(y).real(beta), {x, w, y});
   if (!call.launch) return;
   auto* amax = static_cast<unsigned int*>(scratch("fp8_amax", 2 * sizeof(unsigned int)));
-  auto* scales = static_cast<float*>(scratch("fp8_scales", 4 * sizeof(float)));  // x: quant, dequant; w: same
+  // x: quant, dequant; w: the same; each kFp8ScaleStride floats (16 bytes) from the last
+  auto* scales = static_cast<float*>(scratch("fp8_scales", 4 * kFp8ScaleStride * sizeof(float)));
   void* x_fp8 = scratch("fp8_x", static_cast<size_t>(x.numel()));
   void* w_fp8 = scratch("fp8_w", static_cast<size_t>(w.numel()));
   CT_CUDA_CHECK(cudaMemsetAsync(amax, 0, 2 * sizeof(unsigned int), stream_));
   launch_amax(amax, x.data, x.dtype, x.numel(), stream_);
   launch_amax(amax + 1, w.data, w.dtype, w.numel(), stream_);
   launch_fp8_scales(scales, amax, stream_);
-  launch_fp8_scales(scales + 2, amax + 1, stream_);
+  launch_fp8_scales(scales + 2 * kFp8ScaleStride, amax + 1, stream_);
   launch_fp8_quantize(x_fp8, x.data, x.dtype, x.numel(), scales, stream_);
-  launch_fp8_quantize(w_fp8, w.data, w.dtype, w.numel(), scales + 2, stream_);
+  launch_fp8_quantize(w_fp8, w.data, w.dtype, w.numel(), scales + 2 * kFp8ScaleStride, stream_);
   GemmCall g;
   g.a = x_fp8;
   g.b = w_fp8;
@@ -96,8 +97,8 @@ void CudaBackend::do_linear_forward_fp8(const Tensor& x, const Tensor& w, const 
   g.c_dtype = y.dtype;
   g.alpha = 1.0;
   g.beta = beta;
-  g.a_scale = scales + 1;
-  g.b_scale = scales + 3;
+  g.a_scale = scales + kFp8ScaleStride;
+  g.b_scale = scales + 3 * kFp8ScaleStride;
   gemm_->run(g, stream_);
 }
 

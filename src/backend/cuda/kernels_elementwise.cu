@@ -217,7 +217,7 @@ __global__ void amax_kernel(unsigned int* amax_bits, const T* x, int64_t n) {
 __global__ void fp8_scales_kernel(float* scales, const unsigned int* amax_bits) {
   const float s = fp8_e4m3_scale(__uint_as_float(*amax_bits));
   scales[0] = s;
-  scales[1] = 1.0f / s;
+  scales[kFp8ScaleStride] = 1.0f / s;
 }
 
 template <typename T>
