@@ -209,10 +209,10 @@ CoreTaskResult evaluate_core_task(const CoreTaskSpec& spec, std::vector<CoreRow>
 CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, SequenceScorer& scorer,
                          const CoreOptions& options) {
   CoreResult result;
-  result.missing_tasks = bundle.missing_labels();
   result.max_per_task = options.max_per_task;
   std::vector<const CoreTaskSpec*> chosen;
   if (options.tasks.empty()) {
+    result.missing_tasks = bundle.missing_labels();  // (with --tasks every chosen task is present)
     for (const auto& t : bundle.tasks)
       if (t.data_present) chosen.push_back(&t);
   } else {
@@ -221,7 +221,7 @@ CoreResult evaluate_core(const CoreBundle& bundle, const TextEncoder& encoder, S
       check(t.data_present, "task '", label, "': data file not found: ", t.data_path.string());
       chosen.push_back(&t);
     }
-    result.task_subset = chosen.size() < bundle.tasks.size() - result.missing_tasks.size();
+    result.task_subset = chosen.size() < bundle.tasks.size() - bundle.missing_labels().size();
   }
   // Tasks sharing a data file (hellaswag, hellaswag_zeroshot) read it once.
   std::map<std::pair<std::string, int>, std::vector<CoreRow>> loaded;

@@ -65,7 +65,7 @@ struct CoreTaskResult {
 
 struct CoreResult {
   std::vector<CoreTaskResult> tasks;
-  std::vector<std::string> missing_tasks;  // listed in core.yaml, data file absent
+  std::vector<std::string> missing_tasks;  // listed in core.yaml, data file absent (all tasks asked for)
   std::string metric_name;                 // "CORE" when every listed task ran, else "CORE-<n>"
   double core = 0;                         // mean of centered over the evaluated tasks
   int64_t max_per_task = 0;

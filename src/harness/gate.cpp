@@ -57,9 +57,13 @@ GateCheck check_time(const TrainEvidence& t, const GateRules& rules) {
   bool startup_ok = finite && t.startup_seconds <= t.startup_cap_seconds;
   const bool round_budget = rules.round != 2 || rules.practice || t.budget_seconds == kRound2BudgetSeconds;
   c.passed = clock_ok && startup_ok && round_budget;
-  c.evidence = str("clock ", format_seconds(t.train_clock_seconds), (clock_ok ? " <= " : " > "), "budget ",
-                   format_seconds(t.budget_seconds), "; startup ", format_seconds(t.startup_seconds),
-                   (startup_ok ? " <= " : " > "), "cap ", format_seconds(t.startup_cap_seconds));
+  if (!std::isfinite(t.train_clock_seconds) || !std::isfinite(t.startup_seconds))
+    c.evidence = str("no training clock: the trainer did not return (budget ", format_seconds(t.budget_seconds),
+                     ", startup cap ", format_seconds(t.startup_cap_seconds), ")");
+  else
+    c.evidence = str("clock ", format_seconds(t.train_clock_seconds), (clock_ok ? " <= " : " > "), "budget ",
+                     format_seconds(t.budget_seconds), "; startup ", format_seconds(t.startup_seconds),
+                     (startup_ok ? " <= " : " > "), "cap ", format_seconds(t.startup_cap_seconds));
   if (!round_budget)
     c.evidence += str("; round 2 requires the budget of ", format_seconds(kRound2BudgetSeconds),
                       " (a shorter run is a practice run: clocktrain run --practice)");

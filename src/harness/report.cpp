@@ -367,8 +367,11 @@ std::string machine_section(const RunResult& r) {
   if (!r.device.matmul_precision.empty()) {
     out += "<dt>matmuls</dt><dd>" + esc(r.device.matmul_precision_reason) + "</dd>";
     out += "<dt>theoretical peak</dt><dd>" + esc(format_fixed(r.device.peak_flops / 1e9, 1)) + " GFLOP/s</dd>";
-    out += "<dt>matmul ceiling</dt><dd>" + esc(format_fixed(r.device.matmul_ceiling_flops / 1e9, 1)) +
-           " GFLOP/s (measured)</dd>";
+    out += "<dt>matmul ceiling</dt><dd>" +
+           (r.device.matmul_ceiling_flops > 0
+                ? esc(format_fixed(r.device.matmul_ceiling_flops / 1e9, 1)) + " GFLOP/s (measured)"
+                : std::string("not measured on this backend")) +
+           "</dd>";
   }
   out += "<dt>binary</dt><dd class=\"mono\">" + esc(r.binary.version) + "</dd>";
   out += "<dt>build</dt><dd class=\"mono\">" + esc(r.binary.build_flags) + "</dd>";

@@ -546,9 +546,11 @@ const char* stop_reason_name(StopReason reason) {
 }
 
 std::string backend_start_line(const Backend& backend) {
+  const double ceiling = backend.matmul_ceiling_flops();  // 0: the backend has no probe (cuda)
   return str("backend: ", backend.name(), ", matmuls ", backend.matmul_precision_reason(), "; ",
-             backend.device_description(), "; measured matmul ceiling ", format_fixed(backend.matmul_ceiling_flops() / 1e9, 1),
-             " GFLOP/s");
+             backend.device_description(), "; ",
+             ceiling > 0 ? str("measured matmul ceiling ", format_fixed(ceiling / 1e9, 1), " GFLOP/s")
+                         : std::string("matmul ceiling not measured on this backend"));
 }
 
 TrainResult train(const TrainOptions& options) {

@@ -95,8 +95,9 @@ struct TrainResult {
 Json to_json(const TrainResult& result);
 
 // "backend: cpu, matmuls auto: bf16, the CPU level ...; <device description>; measured matmul ceiling
-// 438.2 GFLOP/s": the line `clocktrain run` and `clocktrain train` print once they have made the
-// backend (it runs the matmul ceiling's probe, so a backend that fails there fails here).
+// 438.2 GFLOP/s" (or "matmul ceiling not measured on this backend" where it has no probe: cuda): the
+// line `clocktrain run` and `clocktrain train` print once they have made the backend (it runs the
+// matmul ceiling's probe, so a backend that fails there fails here).
 std::string backend_start_line(const Backend& backend);
 
 // Runs the recipe. Errors in set-up (recipe, data, resume folder) throw ct::Error; a run that starts

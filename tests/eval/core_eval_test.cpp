@@ -246,6 +246,8 @@ TEST(CoreEval, FewShotsFromFewRowsAndMaxPerTask) {
   ASSERT_EQ(r.tasks.size(), 1u);
   EXPECT_TRUE(r.task_subset);
   EXPECT_EQ(r.metric_name, "CORE-1");
+  EXPECT_TRUE(r.missing_tasks.empty()) << "a chosen subset names no absent task (the bundle lacks absent_task)";
+  EXPECT_EQ(evaluate_core(bundle, enc, fake, {}).missing_tasks, std::vector<std::string>{"absent_task"});
   // n = 3, k = 2: each row's shots are exactly the two other rows, in sample() order.
   for (const auto& row : r.tasks[0].row_records) {
     std::vector<int64_t> want;

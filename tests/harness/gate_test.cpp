@@ -75,8 +75,10 @@ TEST(Gate, Time) {
   EXPECT_FALSE(slow.passed);
   EXPECT_THAT(slow.evidence, HasSubstr("startup 901 s > cap 900 s"));
   e.train.startup_seconds = 5;
-  e.train.train_clock_seconds = std::nan("");
-  EXPECT_FALSE(check_time(e.train).passed);
+  e.train.train_clock_seconds = std::nan("");  // the trainer threw: no clock came back
+  GateCheck none = check_time(e.train);
+  EXPECT_FALSE(none.passed);
+  EXPECT_EQ(none.evidence, "no training clock: the trainer did not return (budget 600 s, startup cap 900 s)");
 }
 
 TEST(Gate, ValidScore) {

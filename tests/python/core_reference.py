@@ -347,15 +347,16 @@ def main():
         ap.error("give --fake-model hash or --checkpoint DIR")
 
     tasks = load_bundle(args.bundle)
-    missing = [t["label"] for t in tasks if not t["present"]]
+    absent = [t["label"] for t in tasks if not t["present"]]
     wanted = [s for s in args.tasks.split(",") if s]
+    missing = [] if wanted else absent  # a chosen subset has every task it names
     chosen = [t for t in tasks if t["present"]] if not wanted else [next(t for t in tasks if t["label"] == w) for w in wanted]
     results = [evaluate_task(t, tokenizer, model, args.max_per_task) for t in chosen]
     core = sum(r["centered"] for r in results) / len(results)
     doc = {
         "metric": "CORE" if len(results) == len(tasks) else f"CORE-{len(results)}",
         "core": core, "tasks_evaluated": len(results), "missing_tasks": missing,
-        "max_per_task": args.max_per_task, "task_subset": bool(wanted) and len(chosen) < len(tasks) - len(missing),
+        "max_per_task": args.max_per_task, "task_subset": bool(wanted) and len(chosen) < len(tasks) - len(absent),
         "tasks": results,
     }
     text = json.dumps(doc, ensure_ascii=False)

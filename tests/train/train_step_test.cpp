@@ -1,10 +1,18 @@
 // The graph-region schedule of TrainStep (train_step.h): every region's first call runs eagerly,
 // whichever region ran before it (issue 24: the optimizer's first call used to be recorded, because it
 // read the step count that forward_backward had already advanced, so cuBLASLt's heuristics and a
-// cudaMalloc would have run under stream capture). And the gradient buckets of a data-parallel step.
+// cudaMalloc would have run under stream capture). Which regions a TrainStep drops. And the gradient
+// buckets of a data-parallel step.
 #include "train/train_step.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/probe_backend.h"
+#include "model/tiny_model.h"
+#include "optim/optimizer.h"
 
 namespace ct {
 namespace {
@@ -19,6 +27,26 @@ TEST(RegionSchedule, EveryRegionsFirstCallRunsEagerly) {
   EXPECT_TRUE(schedule.record("forward_backward"));
   EXPECT_TRUE(schedule.record("optimizer"));
   EXPECT_FALSE(schedule.record("a_new_region"));      // any region's first call
+}
+
+// The first device check (H200): a second TrainStep on one backend, its model's memory elsewhere,
+// replayed the first one's "forward_backward" recording and failed on its first call. Each TrainStep
+// now drops the backend's two regions when it is made and when it goes.
+TEST(TrainStep, DropsTheBackendsRegionsWhenMadeAndWhenGone) {
+  test::ProbeBackend backend;
+  backend.graphs = true;
+  GPT model(backend, test::three_layer_config(64, 16, 32, 2, 1), DType::f32);
+  Optimizer optimizer(model, OptimizerConfig{});
+  const std::vector<std::string> both{"forward_backward", "optimizer"};
+  {
+    TrainStep step(model, optimizer, 1, 2, 16, /*graphs=*/true);
+    EXPECT_EQ(backend.graph_resets, both);
+  }
+  EXPECT_EQ(backend.graph_resets, (std::vector<std::string>{both[0], both[1], both[0], both[1]}));
+  backend.graphs = false;  // a backend without regions is not asked
+  backend.graph_resets.clear();
+  { TrainStep step(model, optimizer, 1, 2, 16, true); }
+  EXPECT_TRUE(backend.graph_resets.empty());
 }
 
 // The data-parallel step's buckets: parameters in the order backward finishes them (reverse index
