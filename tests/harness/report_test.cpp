@@ -61,6 +61,19 @@ TEST(Report, WellFormedWithChartsVerdictsScoresAndRecipe) {
   EXPECT_THAT(page, HasSubstr(">clock_start<"));
 }
 
+// The machine's matmul ceiling: measured by the CPU backend's probe; the CUDA backend has none and
+// reports 0, which the page names instead of printing "0.0 GFLOP/s".
+TEST(Report, TheMatmulCeilingIsMeasuredOrSaidToBeNot) {
+  ReportInputs in = sample_inputs();
+  in.result->device.matmul_precision = "bf16";
+  in.result->device.matmul_precision_reason = "bf16: as asked";
+  in.result->device.peak_flops = 989.4e12;
+  in.result->device.matmul_ceiling_flops = 438.2e9;
+  EXPECT_THAT(render_report_html(in), HasSubstr("<dt>matmul ceiling</dt><dd>438.2 GFLOP/s (measured)</dd>"));
+  in.result->device.matmul_ceiling_flops = 0;
+  EXPECT_THAT(render_report_html(in), HasSubstr("<dt>matmul ceiling</dt><dd>not measured on this backend</dd>"));
+}
+
 TEST(Report, EscapesHostileStrings) {
   ReportInputs in = sample_inputs();
   const std::string evil = "<script>alert('x')</script>&\"\x01\xff";

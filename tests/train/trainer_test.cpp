@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "backend/probe_backend.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 #include "optim/schedule.h"
@@ -16,6 +17,15 @@ namespace ct {
 namespace {
 
 class TrainerTest : public test::TrainerFixture {};
+
+// The start line gives the backend's measured matmul ceiling, or says it has none (cuda: the
+// first device run printed "measured matmul ceiling 0.0 GFLOP/s").
+TEST(BackendStartLine, NamesABackendWithoutACeilingProbe) {
+  test::ProbeBackend probe;
+  const std::string line = backend_start_line(probe);
+  EXPECT_EQ(line, "backend: probe, matmuls f32: the backend's only precision; kernels never reached; matmul ceiling "
+                  "not measured on this backend");
+}
 
 TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
   Recipe r = test::tiny_recipe();
