@@ -20,7 +20,7 @@
 #             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
 #   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),
-#             then without graphs and with fp8 MLP products                             (110 s)
+#             then without graphs, with fp8 MLP products, and eager with every op timed (110 s)
 #   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (160 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
@@ -189,11 +189,14 @@ stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --d
 
 # ---- train ----
 # The baseline recipe's step on the GPU (recipes/baseline-cuda.toml: bf16, one micro-batch of 64 x
-# 1024, graph regions), then the same without graphs and with fp8 MLP products: three JSON lines.
+# 1024, graph regions), then the same without graphs, with fp8 MLP products, and eager with each op
+# timed (--profile-ops): four JSON lines.
 train_runs() {
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3 || return 1
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 2 --graphs false
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 3 --fp8 true
+  # where the eager step goes: every op waited for before and after (its table stays in train.log)
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 --graphs false --profile-ops 1
   return 0
 }
 if [ -x "$bin/train_throughput_bench" ] && [ -f recipes/baseline-cuda.toml ]; then

@@ -11,6 +11,7 @@ struct State {
   bool enabled = false;
   int depth = 0;  // ops open on the calling thread
   std::map<std::string, Row> table;
+  std::function<void()> synchronizer;
 };
 
 State& state() {
@@ -23,6 +24,7 @@ State& state() {
 void set_enabled(bool enabled) { state().enabled = enabled; }
 bool enabled() { return state().enabled; }
 void reset() { state().table.clear(); }
+void set_synchronizer(std::function<void()> wait) { state().synchronizer = std::move(wait); }
 
 std::vector<Row> rows() {
   std::vector<Row> out;
@@ -37,6 +39,7 @@ void Scope::open(std::string key) {
   outermost_ = s.depth++ == 0;
   if (!outermost_) return;
   key_ = std::move(key);
+  if (s.synchronizer) s.synchronizer();  // the work queued before this op is not its time
   start_ = std::chrono::steady_clock::now();
 }
 
@@ -45,6 +48,13 @@ Scope::~Scope() {
   State& s = state();
   --s.depth;
   if (!outermost_) return;
+  if (s.synchronizer) {
+    try {
+      s.synchronizer();
+    } catch (...) {
+      // a device error surfaces at the next op or wait; a destructor must not throw
+    }
+  }
   Row& row = s.table[key_];
   row.op = key_;
   row.calls += 1;

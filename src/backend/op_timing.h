@@ -9,8 +9,14 @@
 // counted: newton_schulz's own gemms count as newton_schulz. gemm is keyed by its shape and
 // transposes ("gemm bf16 [4096 x 8192 x 256] NT" = M x N x K), every other op by its name.
 // Not thread-safe: ops are timed from the thread that calls the backend.
+//
+// An asynchronous backend (cuda) returns from an op once it is queued: set_synchronizer(wait) makes
+// every outermost op wait for the device before its clock starts and before it stops, so the wall
+// clock covers the op's device time (plus one launch and one wait, some microseconds). Only outside
+// graph regions, where a wait is allowed: train_throughput_bench --profile-ops 1 --graphs false.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +25,8 @@ namespace ct::op_timing {
 void set_enabled(bool enabled);
 bool enabled();
 void reset();  // forget what was timed so far (e.g. after warm-up steps)
+// The device wait of an asynchronous backend (above); an empty function: none (the default).
+void set_synchronizer(std::function<void()> wait);
 
 struct Row {
   std::string op;

@@ -43,6 +43,30 @@ TEST(OpTiming, CountsOutermostOpsByNameAndGemmsByShape) {
   }
 }
 
+// An asynchronous backend's wait runs before each outermost op's clock starts and before it stops,
+// never for the ops inside it (newton_schulz's gemms), and never while timing is off.
+TEST(OpTiming, TheSynchronizerWaitsAroundEachOutermostOp) {
+  Buffer x(cpu(), Shape{4, 6}, DType::f32), g(cpu(), Shape{4, 6}, DType::f32);
+  cpu().fill(g, 1.0);
+  int waits = 0;
+  op_timing::set_synchronizer([&] { ++waits; });
+  cpu().scale(g, 1.0);
+  EXPECT_EQ(waits, 0) << "timing is off";
+  op_timing::reset();
+  op_timing::set_enabled(true);
+  cpu().scale(g, 1.0);
+  EXPECT_EQ(waits, 2);
+  cpu().newton_schulz(x, g, 5, 3.4445, -4.7750, 2.0315);
+  EXPECT_EQ(waits, 4);
+  op_timing::set_enabled(false);
+  op_timing::set_synchronizer({});
+  op_timing::set_enabled(true);
+  cpu().scale(g, 1.0);
+  op_timing::set_enabled(false);
+  op_timing::reset();
+  EXPECT_EQ(waits, 4) << "an empty synchronizer is none";
+}
+
 TEST(OpTiming, OffByDefaultAndAfterAnOpThatFailed) {
   EXPECT_FALSE(op_timing::enabled());
   Buffer a(cpu(), Shape{2, 3}, DType::f32), c(cpu(), Shape{2, 2}, DType::f32);
