@@ -4,14 +4,16 @@
 # ...), and no network. So the binaries are built HERE and carried:
 #
 #   .gpu_bundle/bin/       test_backend_cuda (parity tests), backend_ops_bench, and when built,
-#                          train_throughput_bench, clocktrain
+#                          train_throughput_bench, clocktrain: each stripped and xz-compressed
+#                          (NAME.xz; bench/gpu_check.sh unpacks them), 4x smaller
 #   .gpu_bundle/lib.tar.xz every shared library they load that is not glibc's, libstdc++/libgcc
 #                          (the image has g++ for nvcc) or CUDA's own (the image's toolkit and
 #                          PyTorch's wheels bring cuBLASLt and NCCL); OpenBLAS too (dlopen'ed)
 #   .gpu_bundle/MANIFEST   commit, build flags, sha256 of every file
 #
 # Built portable (CLOCKTRAIN_NATIVE=OFF: the device's CPU may lack this one's AVX-512 extensions),
-# CUDA code for sm_90a (cmake/Cuda.cmake). The folder is ignored by git (.git/info/exclude) and
+# CUDA code for sm_90a (cmake/Cuda.cmake), without Parquet input (CLOCKTRAIN_PARQUET=OFF: the
+# device reads prepared shards, and pyarrow's libraries would add 20 MiB). The folder is ignored by git (.git/info/exclude) and
 # travels with the device call through its `carry` list:  run(command="bash bench/gpu_check.sh",
 # carry=[".gpu_bundle"], timeout_s=540). Keep it under the 64 MiB a call may carry (checked below).
 #
@@ -27,8 +29,10 @@ package_only=${PACKAGE_ONLY:-0}
 bundle=.gpu_bundle
 
 if [ "$package_only" != 1 ]; then
+  # the CUDA backend's cuDNN attention is compiled only with these headers (cmake/CudnnFrontend.cmake)
+  ./scripts/install-cudnn-frontend.sh
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLOCKTRAIN_NATIVE=OFF -DCLOCKTRAIN_TESTS=ON \
-    -DCLOCKTRAIN_BENCH=ON -DCLOCKTRAIN_CUDA=ON >/dev/null
+    -DCLOCKTRAIN_BENCH=ON -DCLOCKTRAIN_CUDA=ON -DCLOCKTRAIN_PARQUET=OFF >/dev/null
 fi
 known_targets=$(cmake --build "$build" --target help)
 echo "$known_targets" | grep -q "ct_backend_cuda" ||
@@ -56,6 +60,10 @@ for f in "$bundle"/bin/*; do
 done | sort -u | while read -r name path; do
   if ! echo "$name" | grep -Eq "$skip"; then cp -L "$path" "$bundle/staging/$name"; fi
 done
+# symbols the device never needs (no debugger there), then xz: what a device call carries is capped
+for f in "$bundle"/bin/*; do
+  strip --strip-unneeded "$f" && xz -T"$jobs" -6 "$f"
+done
 openblas=$(grep -o 'CLOCKTRAIN_OPENBLAS_PATH="[^"]*"' -r "$build/src/backend/cpu/CMakeFiles" 2>/dev/null | head -1 |
   sed 's/.*="\(.*\)"/\1/' || true)
 openblas=${openblas:-/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0}
@@ -68,6 +76,8 @@ rm -rf "$bundle/staging"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -1)"
   echo "nvcc $(nvcc --version | grep -o 'release [0-9.]*'), gencode $(grep CLOCKTRAIN_CUDA_GENCODE: "$build/CMakeCache.txt" | cut -d= -f2-)"
   echo "build $build, $(grep '^CLOCKTRAIN_NATIVE:' "$build/CMakeCache.txt" || echo 'CLOCKTRAIN_NATIVE unset')$([ "$package_only" = 1 ] && echo ', packaged only (PACKAGE_ONLY=1)')"
+  echo "cuDNN attention: $(grep -q 'CT_HAVE_CUDNN_FRONTEND' "$build/src/backend/cuda/CMakeFiles/ct_backend_cuda.dir/flags.make" 2>/dev/null &&
+    echo "built (frontend $(cat build/cudnn-frontend/VERSION 2>/dev/null || echo '?'))" || echo 'not built')"
   (cd "$bundle" && sha256sum bin/* lib.tar.xz)
 } >"$bundle/MANIFEST"
 exclude=$(git rev-parse --git-path info/exclude)

@@ -6,7 +6,7 @@
 # (bench/gpu_data.sh). Two calls, each under the device tool's 10-minute limit:
 #
 #   bash bench/gpu_check.sh          (carry [".gpu_bundle"], timeout_s 540): the check, < 8 minutes
-#   bash bench/gpu_check.sh run      (carry [".gpu_bundle/bin/clocktrain", ".gpu_bundle/lib.tar.xz",
+#   bash bench/gpu_check.sh run      (carry [".gpu_bundle/bin/clocktrain.xz", ".gpu_bundle/lib.tar.xz",
 #                                    ".gpu_bundle/MANIFEST", ".gpu_data"], timeout_s 480): a timed
 #                                    baseline run (3 minutes of training clock), then val_bpb and
 #                                    CORE (--max-per-task 500) of its checkpoint, into result.json
@@ -20,7 +20,8 @@
 #             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
 #   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),
-#             then without graphs, with fp8 MLP products, and eager with every op timed (110 s)
+#             then without graphs, with fp8 MLP products, eager with every op timed, and with
+#             cuDNN's attention (CLOCKTRAIN_CUDA_ATTENTION=cudnn) graphed and op-timed (140 s)
 #   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (160 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
@@ -52,10 +53,19 @@ work=/tmp/clocktrain-gpu-check
 rm -rf "$work"
 mkdir -p "$OUT" "$work"
 bundle=.gpu_bundle
-bin=$bundle/bin
+bin=$work/bin
 status_file=$work/stages.txt
 export work bundle bin
 : >"$status_file"
+# The bundle's binaries travel xz-compressed (bench/gpu_bundle.sh); python3's lzma unpacks them (the
+# image may lack xz).
+mkdir -p "$bin"
+for f in "$bundle"/bin/*.xz; do
+  [ -f "$f" ] || continue
+  name=$(basename "$f" .xz)
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    "$f" "$bin/$name" && chmod +x "$bin/$name"
+done
 
 elapsed() { echo $(($(date +%s) - start_seconds)); }
 left() { echo $((budget_seconds - $(elapsed))); }
@@ -112,7 +122,7 @@ stage env 20 env_report
 
 # ---- libs ----
 setup_libs() {
-  [ -d "$bin" ] || { echo "no $bin: run bench/gpu_bundle.sh on the build machine and carry .gpu_bundle"; return 1; }
+  ls "$bin"/* >/dev/null 2>&1 || { echo "no binaries in $bundle/bin: run bench/gpu_bundle.sh on the build machine and carry .gpu_bundle"; return 1; }
   mkdir -p "$work/lib-all" "$work/lib"
   tar -xJf "$bundle/lib.tar.xz" -C "$work/lib-all" || python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$bundle/lib.tar.xz" "$work/lib-all"
   # Use the image's own copy of a library when it has one; the bundle's otherwise.
@@ -120,12 +130,13 @@ setup_libs() {
     name=$(basename "$f")
     if ldconfig -p | grep -q "^[[:space:]]*$name "; then echo "system: $name"; else ln -sf "$f" "$work/lib/$name"; echo "bundle: $name"; fi
   done
-  # cuBLASLt and NCCL: the CUDA toolkit's, else PyTorch's wheels'.
+  # cuBLASLt, NCCL, cuDNN (opened at run time by CLOCKTRAIN_CUDA_ATTENTION=cudnn) and NVRTC (which
+  # cuDNN's runtime-compiled engines need): the CUDA toolkit's, else PyTorch's wheels'.
   local dirs=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
     [ -e "$d/libcublasLt.so.13" ] && dirs="$dirs:$d"
   done
-  for module in nvidia.cublas nvidia.nccl nvidia.cu13 nvidia.cuda_runtime; do
+  for module in nvidia.cublas nvidia.nccl nvidia.cu13 nvidia.cuda_runtime nvidia.cudnn nvidia.cuda_nvrtc; do
     d=$(python3 -c "import $module, os; print(os.path.dirname($module.__file__ or list($module.__path__)[0]))" 2>/dev/null || true)
     [ -n "$d" ] && for sub in lib lib64; do [ -d "$d/$sub" ] && dirs="$dirs:$d/$sub"; done
   done
@@ -190,17 +201,22 @@ stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --d
 # ---- train ----
 # The baseline recipe's step on the GPU (recipes/baseline-cuda.toml: bf16, one micro-batch of 64 x
 # 1024, graph regions), then the same without graphs, with fp8 MLP products, and eager with each op
-# timed (--profile-ops): four JSON lines.
+# timed (--profile-ops); then graphed and op-timed with cuDNN's attention: six JSON lines.
 train_runs() {
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3 || return 1
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 2 --graphs false
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 10 --warmup 3 --fp8 true
   # where the eager step goes: every op waited for before and after (its table stays in train.log)
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 --graphs false --profile-ops 1
+  # cuDNN's fused attention in place of the flash kernels (docs/cuda.md "Attention"); its parity
+  # tests are CudaAttention.Cudnn* in the parity stage
+  CLOCKTRAIN_CUDA_ATTENTION=cudnn "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3
+  CLOCKTRAIN_CUDA_ATTENTION=cudnn "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 \
+    --graphs false --profile-ops 1
   return 0
 }
 if [ -x "$bin/train_throughput_bench" ] && [ -f recipes/baseline-cuda.toml ]; then
-  stage train 110 train_runs
+  stage train 140 train_runs
 else
   echo "stage train: skipped (train_throughput_bench not in the bundle: the model's GPU path is not built)" | tee -a "$status_file"
 fi

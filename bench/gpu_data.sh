@@ -51,7 +51,7 @@ mkdir -p "$(dirname "$exclude")"
 grep -qx "/$out/" "$exclude" 2>/dev/null || echo "/$out/" >>"$exclude"
 data_kib=$(du -sk "$out" | cut -f1)
 # the run call carries only the bundle's clocktrain, libraries and MANIFEST (docs/cuda.md)
-bundle_kib=$(du -ck .gpu_bundle/bin/clocktrain .gpu_bundle/lib.tar.xz .gpu_bundle/MANIFEST 2>/dev/null | tail -1 | cut -f1)
+bundle_kib=$(du -ck .gpu_bundle/bin/clocktrain.xz .gpu_bundle/lib.tar.xz .gpu_bundle/MANIFEST 2>/dev/null | tail -1 | cut -f1)
 tree_kib=$(($(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1) / 1024))
 total_kib=$((data_kib + ${bundle_kib:-0} + tree_kib))
 echo "gpu_data: $out is $((data_kib / 1024)) MiB; with the bundle's clocktrain + libraries ($((${bundle_kib:-0} / 1024)) MiB) and the tree" \

@@ -104,7 +104,8 @@ def main():
         flops = t.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
         memory = t.get("memory_bytes", 0) / 2**30 if t.get("memory_bytes") else None
         label = "clocktrain cuda " + t.get("matmul_precision", "?") + (" graphs" if t.get("graphs") else " eager") + \
-            (" fp8" if t.get("fp8") else "") + (" profiled" if t.get("profiled") else "")
+            (" fp8" if t.get("fp8") else "") + (" cudnn-attn" if "attention: cuDNN" in t.get("device", "") else "") + \
+            (" profiled" if t.get("profiled") else "")
         rows.append((label, tps, step_ms, flops, memory))
         if "losses" in t:
             lines.append(f"  {label}: losses {', '.join(f'{l:.3f}' for l in t['losses'][:3])} ... {t['losses'][-1]:.3f}")
@@ -114,13 +115,13 @@ def main():
 
     lines.append("")
     lines.append("baseline recipe (model.md: 10 x 640, T 1024, 65,536 tokens per step), bf16:")
-    header = f"  {'run':<38} {'tokens/s':>11} {'step ms':>9} {'MFU@989T':>9} {'MFU@meas':>9} {'mem GiB':>8}"
+    header = f"  {'run':<48} {'tokens/s':>11} {'step ms':>9} {'MFU@989T':>9} {'MFU@meas':>9} {'mem GiB':>8}"
     lines.append(header)
     for name, tps, step_ms, flops, memory in rows:
         mfu = flops * tps / PEAK_BF16 if tps else None
         mfu_measured = flops * tps / matmul_peak if tps and matmul_peak else None
         fmt = lambda v, f: (f.format(v) if v is not None else "-")
-        lines.append(f"  {name[:38]:<38} {fmt(tps, '{:,.0f}'):>11} {fmt(step_ms, '{:.1f}'):>9} "
+        lines.append(f"  {name[:48]:<48} {fmt(tps, '{:,.0f}'):>11} {fmt(step_ms, '{:.1f}'):>9} "
                      f"{fmt(mfu and 100 * mfu, '{:.1f}%'):>9} {fmt(mfu_measured and 100 * mfu_measured, '{:.1f}%'):>9} "
                      f"{fmt(memory, '{:.1f}'):>8}")
     if train and torch and rows[0][1] and torch.get("tokens_per_second"):

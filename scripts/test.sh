@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test flow, as CI runs it (README.md's test command; docs/reliability.md):
 #   1. release   a pinned pyarrow into build/pyarrow-venv (scripts/install-pyarrow.sh: Parquet
-#                support for the builds below, and the tests' Parquet fixtures), then build
-#                (preset release) and every test (ctest)
+#                support for the builds below, and the tests' Parquet fixtures) and the pinned
+#                cuDNN frontend headers into build/cudnn-frontend (scripts/install-cudnn-frontend.sh:
+#                the CUDA backend's cuDNN attention is compiled, and its host tests run), then
+#                build (preset release) and every test (ctest)
 #   2. asan      build everything with clang, AddressSanitizer + UndefinedBehaviorSanitizer (preset
 #                fuzz, which also holds the fuzz targets: one sanitizer build serves stages 2 and 3)
 #                and run the unit tests under them; tests labelled `python` (which re-run C++ paths
@@ -24,7 +26,7 @@ jobs=${JOBS:-2}
 
 # (Each stage chains its commands with &&: `set -e` does not apply inside `stage || rc=$?`.)
 run_release() {
-  ./scripts/install-pyarrow.sh && cmake --preset release && cmake --build --preset release -j"$jobs" && ctest --preset release
+  ./scripts/install-pyarrow.sh && ./scripts/install-cudnn-frontend.sh && cmake --preset release && cmake --build --preset release -j"$jobs" && ctest --preset release
 }
 
 run_asan() {

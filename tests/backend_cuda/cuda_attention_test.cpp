@@ -1,7 +1,8 @@
 // Device tests (skipped without a GPU): causal attention forward and backward against the CPU
-// backend, for the reference kernels (f32 at 1e-4, bf16 at 1e-2) and the tensor-core flash kernels
-// (bf16, head_dim 64 and 128), with lengths that are not multiples of the tiles, grouped-query
-// heads and more keys than queries; plus determinism and the baseline's shape.
+// backend, for the reference kernels (f32 at 1e-4, bf16 at 1e-2), the tensor-core flash kernels
+// (bf16, head_dim 64 and 128) and cuDNN's fused attention (CLOCKTRAIN_CUDA_ATTENTION=cudnn; skipped
+// with the reason in a build without it), with lengths that are not multiples of the tiles,
+// grouped-query heads and more keys than queries; plus determinism and the baseline's shape.
 #include <algorithm>
 #include <cmath>
 
@@ -78,7 +79,7 @@ TEST(CudaAttention, ReferenceKernelsInF32) {
 
 TEST(CudaAttention, ReferenceKernelsInBf16) {
   CT_REQUIRE_CUDA();
-  Backend& gpu = *cuda({"f32", false, true});
+  Backend& gpu = *cuda({"f32", false, "reference"});
   uint64_t seed = 300;
   for (const AttentionCase& c : kTrainingCases) check_attention(gpu, c, DType::bf16, true, seed += 10);
 }
@@ -96,9 +97,14 @@ TEST(CudaAttention, FlashKernelsInBf16) {
 // and the backend widens into the f32 tensors, so the gradients equal the all-bf16 ones exactly.
 TEST(CudaAttention, F32GradientsOfBf16OperandsEqualTheBf16Gradients) {
   CT_REQUIRE_CUDA();
-  for (bool flash : {true, false}) {
-    SCOPED_TRACE(flash ? "flash" : "reference");
-    Backend& gpu = flash ? *cuda() : *cuda({"f32", false, true});
+  for (const char* path : {"flash", "reference", "cudnn"}) {
+    SCOPED_TRACE(path);
+    Backend* backend = cuda({"f32", false, path});
+    if (!backend) {
+      EXPECT_STREQ(path, "cudnn") << cuda_skip_reason();  // only cuDNN may be missing from a build
+      continue;
+    }
+    Backend& gpu = *backend;
     const Shape q_shape{2, 130, 4, 128}, kv_shape{2, 130, 2, 128}, lse_shape{2, 4, 130};
     Buffer q = make(gpu, q_shape, DType::bf16, round_to_bf16(random_values(q_shape.numel(), 600, 1.5)));
     Buffer k = make(gpu, kv_shape, DType::bf16, round_to_bf16(random_values(kv_shape.numel(), 601, 1.5)));
@@ -124,9 +130,7 @@ TEST(CudaAttention, FlashKernelsAtTheBaselineShape) {
   check_attention(*cuda(), {1, 1024, 1024, 5, 5, 128}, DType::bf16, true, 500);
 }
 
-TEST(CudaAttention, BackwardIsDeterministic) {
-  CT_REQUIRE_CUDA();
-  Backend& gpu = *cuda();
+void expect_deterministic_backward(Backend& gpu) {
   const Shape shape{2, 300, 4, 128};
   Buffer q = make(gpu, shape, DType::bf16, random_values(shape.numel(), 600)), k = make(gpu, shape, DType::bf16, random_values(shape.numel(), 601));
   Buffer v = make(gpu, shape, DType::bf16, random_values(shape.numel(), 602)), dout = make(gpu, shape, DType::bf16, random_values(shape.numel(), 603));
@@ -142,6 +146,38 @@ TEST(CudaAttention, BackwardIsDeterministic) {
       else EXPECT_EQ(now[i], first[i]) << "gradient " << i;
     }
   }
+}
+
+TEST(CudaAttention, BackwardIsDeterministic) {
+  CT_REQUIRE_CUDA();
+  expect_deterministic_backward(*cuda());
+}
+
+// ---- cuDNN (CLOCKTRAIN_CUDA_ATTENTION=cudnn) ----------------------------------------------------------
+
+#define CT_REQUIRE_CUDNN_BACKEND(gpu)                                                              \
+  CT_REQUIRE_CUDA();                                                                               \
+  Backend* gpu##_ptr = cuda({"f32", false, "cudnn"});                                              \
+  if (!gpu##_ptr) GTEST_SKIP() << "no cuDNN attention: " << cuda_skip_reason();                    \
+  Backend& gpu = *gpu##_ptr
+
+TEST(CudaAttention, CudnnInBf16) {
+  CT_REQUIRE_CUDNN_BACKEND(gpu);
+  EXPECT_NE(gpu.device_description().find("attention: cuDNN"), std::string::npos) << gpu.device_description();
+  uint64_t seed = 700;
+  // every training case is cuDNN's (bf16, Tq = Tk, head_dim a multiple of 8, grouped heads included)
+  for (const AttentionCase& c : kTrainingCases) check_attention(gpu, c, DType::bf16, true, seed += 10);
+  check_attention(gpu, {1, 1024, 1024, 5, 5, 128}, DType::bf16, true, 790);  // the baseline's shape
+  check_attention(gpu, {4, 1024, 1024, 6, 2, 64}, DType::bf16, true, 791);
+  // KV-cache shapes (Tk > Tq) are not cuDNN's: the flash kernels take them, in the same backend
+  check_attention(gpu, {2, 40, 100, 4, 2, 64}, DType::bf16, false, 792);
+  // f32 is not cuDNN's either: the reference kernels take it
+  check_attention(gpu, {2, 77, 77, 4, 2, 64}, DType::f32, true, 793);
+}
+
+TEST(CudaAttention, CudnnBackwardIsDeterministic) {
+  CT_REQUIRE_CUDNN_BACKEND(gpu);
+  expect_deterministic_backward(gpu);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Host-side parts of the CUDA backend, run in CI without a GPU: the row-major -> cuBLASLt operand
 // mapping (checked by evaluating cuBLASLt's column-major contract on the host), fp8 scaling and
 // encoding, the argument checks (the op contract of every backend, backend/op_contract.h, then the
-// CUDA kernels' own limits, cuda_limits.h), and the graph-region bookkeeping.
+// CUDA kernels' own limits, cuda_limits.h), the graph-region bookkeeping, and which shapes cuDNN's
+// attention takes and how it fails where it cannot start.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "backend/cuda/cuda_limits.h"
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cudnn_attention.h"
 #include "backend/cuda/fp8.h"
 #include "backend/cuda/graph_recorder.h"
 #include "test_support.h"
@@ -305,6 +307,46 @@ TEST(CudaChecks, AttentionShapes) {
                                       fake({1, 8, 2, 64}, DType::bf16), fake({1, 8, 2, 64}, DType::bf16));
             }).find("lse must be f32"),
             std::string::npos);
+}
+
+// ---- cuDNN attention (cudnn_attention.h) ---------------------------------------------------------------
+
+TEST(CudnnAttention, TakesBf16WithAsManyQueriesAsKeys) {
+  const bool built = CudnnAttention::built();
+  EXPECT_EQ(CudnnAttention::supports(DType::bf16, {1, 1024, 1024, 5, 5, 128}), built);  // the baseline
+  EXPECT_EQ(CudnnAttention::supports(DType::bf16, {4, 77, 77, 6, 2, 64}), built);       // grouped heads
+  EXPECT_EQ(CudnnAttention::supports(DType::bf16, {1, 1, 1, 1, 1, 8}), built);
+  EXPECT_FALSE(CudnnAttention::supports(DType::f32, {1, 1024, 1024, 5, 5, 128}));
+  EXPECT_FALSE(CudnnAttention::supports(DType::bf16, {2, 40, 100, 4, 2, 64}));  // KV cache: Tk > Tq
+  EXPECT_FALSE(CudnnAttention::supports(DType::bf16, {1, 64, 64, 2, 2, 132}));  // not a multiple of 8
+  EXPECT_FALSE(CudnnAttention::supports(DType::bf16, {1, 64, 64, 2, 2, 136}));  // over 128
+  EXPECT_FALSE(CudnnAttention::supports(DType::bf16, {1, 64, 64, 5, 2, 64}));   // heads not a multiple of kv heads
+}
+
+// The graphs the backend would plan, checked against the cuDNN frontend's rules for Hopper on the
+// host; and a GPU those rules refuse (compute capability 7.5: cuDNN's bf16 attention needs 8.0),
+// to see that they can.
+TEST(CudnnAttention, GraphsPassTheFrontendsChecksForHopper) {
+  if (!CudnnAttention::built()) GTEST_SKIP() << "built without the cuDNN frontend (scripts/install-cudnn-frontend.sh)";
+  const AttentionDims shapes[] = {{64, 1024, 1024, 5, 5, 128}, {4, 77, 77, 6, 2, 64}, {1, 50, 50, 3, 3, 80}};
+  for (const AttentionDims& d : shapes) {
+    const std::string error = error_of([&] { CudnnAttention::check_graphs(d, 1.0 / std::sqrt(double(d.head_dim)), 90); });
+    if (error.find("cannot open libcudnn") != std::string::npos) GTEST_SKIP() << error;
+    EXPECT_EQ(error, "") << "B " << d.batch << " T " << d.query_len << " H " << d.heads << " D " << d.head_dim;
+  }
+  const std::string refused = error_of([] { CudnnAttention::check_graphs({1, 64, 64, 2, 2, 64}, 0.125, 75); });
+  EXPECT_NE(refused.find("forward: validate failed for B 1, T 64, H 2, Hkv 2, D 64"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("SM80"), std::string::npos) << refused;
+}
+
+// Without a GPU (CI): a build without the path, a missing libcudnn.so.9 or a cudnnCreate that finds
+// no device each end in a ct::Error that names the setting, never in a crash or a foreign exception.
+TEST(CudnnAttention, StartingWithoutADeviceIsAClearError) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) GTEST_SKIP() << "a GPU is present";
+  const std::string error = error_of([] { CudnnAttention attention(nullptr); });
+  EXPECT_NE(error.find("CLOCKTRAIN_CUDA_ATTENTION="), std::string::npos) << error;
+  if (!CudnnAttention::built()) EXPECT_NE(error.find("install-cudnn-frontend.sh"), std::string::npos) << error;
 }
 
 TEST(CudaChecks, NormsRopeCrossEntropyEmbedding) {

@@ -22,9 +22,9 @@ namespace ct::test {
 struct CudaFlavour {
   std::string matmul_precision = "f32";
   bool fp8 = false;
-  bool reference_attention = false;
+  std::string attention = "";  // CLOCKTRAIN_CUDA_ATTENTION while the backend is created; "" = default
   bool operator<(const CudaFlavour& o) const {
-    return std::tie(matmul_precision, fp8, reference_attention) < std::tie(o.matmul_precision, o.fp8, o.reference_attention);
+    return std::tie(matmul_precision, fp8, attention) < std::tie(o.matmul_precision, o.fp8, o.attention);
   }
 };
 
@@ -33,26 +33,33 @@ inline std::string& cuda_skip_reason() {
   return reason;
 }
 
-// A CUDA backend of the given flavour, or nullptr (with the reason) when none can start.
+// A CUDA backend of the given flavour, or nullptr (with the reason in cuda_skip_reason()) when none
+// can start: when the default flavour cannot, no flavour is tried again; another flavour's failure
+// (e.g. cuDNN attention in a build without it) concerns that flavour alone.
 inline Backend* cuda(const CudaFlavour& flavour = {}) {
   static std::map<CudaFlavour, std::unique_ptr<Backend>> backends;
+  static std::map<CudaFlavour, std::string> failed;
   static bool unavailable = false;
   if (unavailable) return nullptr;
-  auto found = backends.find(flavour);
-  if (found != backends.end()) return found->second.get();
+  if (auto found = backends.find(flavour); found != backends.end()) return found->second.get();
+  if (auto refused = failed.find(flavour); refused != failed.end()) {
+    cuda_skip_reason() = refused->second;
+    return nullptr;
+  }
   try {
     BackendOptions options;
     options.name = "cuda";
     options.matmul_precision = parse_matmul_precision(flavour.matmul_precision, "CudaFlavour");
     options.fp8 = flavour.fp8;
-    if (flavour.reference_attention) setenv("CLOCKTRAIN_CUDA_ATTENTION", "reference", 1);
+    if (!flavour.attention.empty()) setenv("CLOCKTRAIN_CUDA_ATTENTION", flavour.attention.c_str(), 1);
     auto backend = create_backend(options);
-    if (flavour.reference_attention) unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
+    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
     return (backends[flavour] = std::move(backend)).get();
   } catch (const Error& e) {
     unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
-    unavailable = true;
     cuda_skip_reason() = e.what();
+    if (flavour.attention.empty()) unavailable = true;
+    else failed[flavour] = e.what();
     return nullptr;
   }
 }

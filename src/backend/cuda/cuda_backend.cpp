@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_limits.h"
+#include "backend/cuda/cudnn_attention.h"
 #include "backend/cuda/nccl_comm.h"
 #include "backend/parallel/launch.h"
 
@@ -77,10 +78,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
   const char* attention = std::getenv("CLOCKTRAIN_CUDA_ATTENTION");
   if (attention && *attention) {
     const std::string choice = attention;
-    check(choice == "flash" || choice == "reference", "CLOCKTRAIN_CUDA_ATTENTION='", choice,
-          "' is not one of flash, reference");
-    flash_attention_ = choice == "flash";
+    check(choice == "flash" || choice == "cudnn" || choice == "reference", "CLOCKTRAIN_CUDA_ATTENTION='", choice,
+          "' is not one of flash, cudnn, reference");
+    attention_path_ = choice == "flash" ? AttentionPath::flash
+                      : choice == "cudnn" ? AttentionPath::cudnn
+                                          : AttentionPath::reference;
   }
+  // Before any graph region: opening the library and making the handle are not stream work.
+  if (attention_path_ == AttentionPath::cudnn) cudnn_attention_ = std::make_unique<CudnnAttention>(stream_);
   if (env.distributed()) nccl_ = std::make_unique<NcclComm>(env);
 }
 
@@ -89,6 +94,7 @@ CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(comm_stream_);
   while (!region_states_.empty()) destroy_region_state(region_states_.begin()->first);
   nccl_.reset();
+  cudnn_attention_.reset();
   gemm_.reset();
   for (auto& [name, buffer] : scratch_) cudaFree(buffer.data);
   for (void* p : retired_scratch_) cudaFree(p);
@@ -113,7 +119,10 @@ std::string CudaBackend::device_description() const {
              " SMs, ", properties_.totalGlobalMem >> 30, " GiB), driver ", driver / 1000, ".", (driver % 1000) / 10,
              ", runtime ", runtime / 1000, ".", (runtime % 1000) / 10, "; matmuls: cuBLASLt ",
              matmul_bf16_ ? "bf16" : "f32", fp8_ ? " + fp8 linear" : "", "; attention: ",
-             flash_attention_ ? "flash (bf16, head_dim 64/128)" : "reference",
+             attention_path_ == AttentionPath::flash ? "flash (bf16, head_dim 64/128)"
+             : attention_path_ == AttentionPath::cudnn
+                 ? str(cudnn_attention_->version(), " (bf16, as many queries as keys), else flash")
+                 : "reference",
              world_size_ > 1 ? str("; rank ", rank_, " of ", world_size_, " (NCCL ", nccl_->version(), ")") : "");
 }
 

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_limits.h"
+#include "backend/cuda/cudnn_attention.h"
 
 namespace ct::cuda {
 
@@ -176,9 +177,11 @@ void CudaBackend::do_attention_forward(const Tensor& out, const Tensor& lse, con
   OpCall call = graph_call("attention_forward", Signature().tensor(out).tensor(lse).tensor(q).tensor(k).tensor(v).real(scale),
                            {out, lse, q, k, v});
   if (!call.launch) return;
-  const bool flash = flash_attention_ && flash_attention_supports(q.dtype, d.head_dim) && aligned16(q.data) &&
-                     aligned16(k.data) && aligned16(v.data) && aligned16(out.data);
-  if (flash) {
+  const bool aligned = aligned16(q.data) && aligned16(k.data) && aligned16(v.data) && aligned16(out.data);
+  if (cudnn_attention_ && aligned && CudnnAttention::supports(q.dtype, d)) {
+    cudnn_attention_->forward(out.data, lse.as<float>(), q.data, k.data, v.data, d, scale,
+                              [this](size_t bytes) { return scratch("attention_cudnn_workspace", bytes); });
+  } else if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
     launch_attention_forward_flash(out.data, lse.as<float>(), q.data, k.data, v.data, d, scale, stream_);
   } else {
     launch_attention_forward_reference(out.data, lse.as<float>(), q.data, k.data, v.data, q.dtype, d, scale, stream_);
@@ -205,9 +208,14 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
   for (int i = 0; i < 3; ++i)
     if (grad_tensors[i]->dtype != q.dtype)
       grads[i] = scratch(scratch_names[i], dtype_size(q.dtype) * static_cast<size_t>(grad_tensors[i]->numel()));
-  bool flash = flash_attention_ && flash_attention_supports(q.dtype, d.head_dim);
-  for (const void* p : {grads[0], grads[1], grads[2], dout.data, q.data, k.data, v.data}) flash = flash && aligned16(p);
-  if (flash) {
+  bool aligned = true;
+  for (const void* p : {grads[0], grads[1], grads[2], dout.data, out.data, q.data, k.data, v.data})
+    aligned = aligned && aligned16(p);
+  if (cudnn_attention_ && aligned && CudnnAttention::supports(q.dtype, d)) {
+    cudnn_attention_->backward(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data, k.data,
+                               v.data, d, scale,
+                               [this](size_t bytes) { return scratch("attention_cudnn_workspace", bytes); });
+  } else if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
     launch_attention_backward_flash(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data, k.data,
                                     v.data, d, scale, delta, stream_);
   } else {
