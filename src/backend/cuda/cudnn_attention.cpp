@@ -101,20 +101,33 @@ GraphPtr new_graph(int sm_version) {
   return graph;
 }
 
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+struct Operands {
+  TensorPtr q, k, v;
+};
+
+Operands add_operands(fe::graph::Graph& graph, const AttentionDims& d) {
+  return {graph.tensor(bthd("q", kQ, d, d.heads)), graph.tensor(bthd("k", kK, d, d.kv_heads)),
+          graph.tensor(bthd("v", kV, d, d.kv_heads))};
+}
+
+// Marks a tensor the graph computes as an output with `layout`'s uid, dims and strides.
+void as_output(fe::graph::Tensor_attributes& t, const fe::graph::Tensor_attributes& layout) {
+  t.set_output(true).set_uid(layout.get_uid()).set_dim(layout.get_dim()).set_stride(layout.get_stride());
+}
+
 // out, lse = causal softmax(scale q k^T) v, and its log-sum-exp.
 GraphPtr forward_graph(const AttentionDims& d, double scale, int sm_version) {
   auto graph = new_graph(sm_version);
-  auto q = graph->tensor(bthd("q", kQ, d, d.heads));
-  auto k = graph->tensor(bthd("k", kK, d, d.kv_heads));
-  auto v = graph->tensor(bthd("v", kV, d, d.kv_heads));
+  const Operands in = add_operands(*graph, d);
   auto options = fe::graph::SDPA_attributes()
                      .set_name("attention_forward")
                      .set_generate_stats(true)
                      .set_causal_mask(true)
                      .set_attn_scale(static_cast<float>(scale));
-  auto [o, stats] = graph->sdpa(q, k, v, options);
-  const auto o_layout = bthd("out", kO, d, d.heads);
-  o->set_output(true).set_uid(kO).set_dim(o_layout.get_dim()).set_stride(o_layout.get_stride());
+  auto [o, stats] = graph->sdpa(in.q, in.k, in.v, options);
+  as_output(*o, bthd("out", kO, d, d.heads));
   stats->set_output(true);
   as_stats(*stats, d);
   return graph;
@@ -123,9 +136,7 @@ GraphPtr forward_graph(const AttentionDims& d, double scale, int sm_version) {
 // dq, dk, dv from dout, the forward's out and lse; cuDNN's deterministic algorithm.
 GraphPtr backward_graph(const AttentionDims& d, double scale, int sm_version) {
   auto graph = new_graph(sm_version);
-  auto q = graph->tensor(bthd("q", kQ, d, d.heads));
-  auto k = graph->tensor(bthd("k", kK, d, d.kv_heads));
-  auto v = graph->tensor(bthd("v", kV, d, d.kv_heads));
+  const Operands in = add_operands(*graph, d);
   auto o = graph->tensor(bthd("out", kO, d, d.heads));
   auto dout = graph->tensor(bthd("dout", kDout, d, d.heads));
   fe::graph::Tensor_attributes stats_layout;
@@ -137,12 +148,10 @@ GraphPtr backward_graph(const AttentionDims& d, double scale, int sm_version) {
                      .set_causal_mask(true)
                      .set_attn_scale(static_cast<float>(scale))
                      .set_deterministic_algorithm(true);
-  auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, dout, stats, options);
-  const auto dq_layout = bthd("dq", kDq, d, d.heads);
-  const auto dkv_layout = bthd("dk", kDk, d, d.kv_heads);
-  dq->set_output(true).set_uid(kDq).set_dim(dq_layout.get_dim()).set_stride(dq_layout.get_stride());
-  dk->set_output(true).set_uid(kDk).set_dim(dkv_layout.get_dim()).set_stride(dkv_layout.get_stride());
-  dv->set_output(true).set_uid(kDv).set_dim(dkv_layout.get_dim()).set_stride(dkv_layout.get_stride());
+  auto [dq, dk, dv] = graph->sdpa_backward(in.q, in.k, in.v, o, dout, stats, options);
+  as_output(*dq, bthd("dq", kDq, d, d.heads));
+  as_output(*dk, bthd("dk", kDk, d, d.kv_heads));
+  as_output(*dv, bthd("dv", kDv, d, d.kv_heads));
   return graph;
 }
 
