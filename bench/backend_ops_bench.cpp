@@ -3,6 +3,12 @@
 // the matmul rate on a large square product and the device-to-device copy bandwidth.
 //
 //   backend_ops_bench --backend cuda [--matmul-precision bf16] [--dtype bf16] [--repeats 20] [--json FILE]
+//                     [--also-attention cudnn]
+//
+// --also-attention VALUE times attention a second time, in the same run, on a second backend made
+// with CLOCKTRAIN_CUDA_ATTENTION=VALUE (rows "attention fwd VALUE", "attention bwd VALUE"): the
+// side-by-side comparison of two attention implementations (docs/cuda.md, "Attention"). A backend
+// that cannot be made is reported and skipped.
 //
 // Each line: the op, its shape, median milliseconds over the repeats (after one warm-up call), and
 // the rate it reached: TFLOP/s for products (2 m n k per product; causal attention counts the
@@ -12,8 +18,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +39,7 @@ struct Options {
   int repeats = 20;
   int64_t rows = 65536;  // token positions
   std::string json;
+  std::string also_attention;  // a CLOCKTRAIN_CUDA_ATTENTION value to time beside the default
 };
 
 struct Result {
@@ -68,7 +77,29 @@ Buffer random_buffer(Backend& be, const Shape& shape, DType dtype, uint64_t seed
   return b;
 }
 
+using Report = std::function<void(const std::string& op, const std::string& shape, double ms, double amount,
+                                   const char* unit)>;
+
+// Causal attention at the baseline's shape, forward and backward; `label` follows the op's name.
+void time_attention(Backend& be, DType dt, int64_t B, int64_t T, int64_t H, int64_t D, int repeats,
+                    const std::string& label, const Report& report) {
+  const Shape s{B, T, H, D};
+  Buffer q = random_buffer(be, s, dt, 7), k = random_buffer(be, s, dt, 8), v = random_buffer(be, s, dt, 9);
+  Buffer out(be, s, dt), lse(be, {B, H, T}, DType::f32), dout = random_buffer(be, s, dt, 10);
+  Buffer dq(be, s, dt), dk(be, s, dt), dv(be, s, dt);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const double causal_flops = 4.0 * B * H * D * (static_cast<double>(T) * (T + 1) / 2);  // QK^T and PV
+  report(str("attention fwd", label), str(B, "x", T, "x", H, "x", D), median_ms(be, repeats, [&] {
+           be.attention_forward(out, lse, q, k, v, scale);
+         }), causal_flops, "TFLOP/s");
+  report(str("attention bwd", label), str(B, "x", T, "x", H, "x", D), median_ms(be, repeats, [&] {
+           be.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, scale);
+         }), 2.5 * causal_flops, "TFLOP/s");
+}
+
 int run(const Options& o) {
+  check(o.also_attention.empty() || o.backend == "cuda", "--also-attention chooses CLOCKTRAIN_CUDA_ATTENTION: ",
+        "it applies to --backend cuda, not ", o.backend);
   BackendOptions bo;
   bo.name = o.backend;
   bo.matmul_precision = parse_matmul_precision(o.matmul_precision, "--matmul-precision");
@@ -76,7 +107,8 @@ int run(const Options& o) {
   Backend& be = *backend;
   std::printf("backend: %s\n", be.device_description().c_str());
   std::vector<Result> results;
-  auto report = [&](const std::string& op, const std::string& shape, double ms, double amount, const char* unit) {
+  const Report report = [&](const std::string& op, const std::string& shape, double ms, double amount,
+                            const char* unit) {
     Result r{op, shape, unit, ms, amount / (ms * 1e-3) / (std::string(unit) == "TFLOP/s" ? 1e12 : 1e9)};
     results.push_back(r);
     std::printf("%-26s %-30s %9.3f ms %9.1f %s\n", op.c_str(), shape.c_str(), ms, r.rate, unit);
@@ -119,19 +151,20 @@ int run(const Options& o) {
            flops, "TFLOP/s");
   }
   // ---- attention ----
-  {
-    const Shape s{B, T, H, D};
-    Buffer q = random_buffer(be, s, dt, 7), k = random_buffer(be, s, dt, 8), v = random_buffer(be, s, dt, 9);
-    Buffer out(be, s, dt), lse(be, {B, H, T}, DType::f32), dout = random_buffer(be, s, dt, 10);
-    Buffer dq(be, s, dt), dk(be, s, dt), dv(be, s, dt);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-    const double causal_flops = 4.0 * B * H * D * (static_cast<double>(T) * (T + 1) / 2);  // QK^T and PV
-    report("attention fwd", str(B, "x", T, "x", H, "x", D), median_ms(be, o.repeats, [&] {
-             be.attention_forward(out, lse, q, k, v, scale);
-           }), causal_flops, "TFLOP/s");
-    report("attention bwd", str(B, "x", T, "x", H, "x", D), median_ms(be, o.repeats, [&] {
-             be.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, scale);
-           }), 2.5 * causal_flops, "TFLOP/s");
+  time_attention(be, dt, B, T, H, D, o.repeats, "", report);
+  if (!o.also_attention.empty()) {
+    setenv("CLOCKTRAIN_CUDA_ATTENTION", o.also_attention.c_str(), 1);
+    std::unique_ptr<Backend> other;
+    try {
+      other = create_backend(bo);
+    } catch (const Error& e) {
+      std::printf("attention %s: no backend (%s)\n", o.also_attention.c_str(), e.what());
+    }
+    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
+    if (other) {
+      std::printf("backend: %s\n", other->device_description().c_str());
+      time_attention(*other, dt, B, T, H, D, o.repeats, " " + o.also_attention, report);
+    }
   }
   // ---- memory-bound ops ----
   {
@@ -224,9 +257,10 @@ int main(int argc, char** argv) {
     else if (arg == "--repeats") o.repeats = std::stoi(value());
     else if (arg == "--rows") o.rows = std::stoll(value());
     else if (arg == "--json") o.json = value();
+    else if (arg == "--also-attention") o.also_attention = value();
     else {
       std::fprintf(stderr, "usage: backend_ops_bench [--backend cuda] [--matmul-precision bf16|f32] [--dtype bf16|f32] "
-                           "[--repeats N] [--rows N] [--json FILE]\n");
+                           "[--repeats N] [--rows N] [--json FILE] [--also-attention cudnn]\n");
       return 2;
     }
   }

@@ -18,7 +18,8 @@
 #   parity    test_backend_cuda: every op forward/backward against the CPU backend (f32 within
 #             1e-4, bf16 within 1e-2), graph regions, determinism; the whole model's loss and
 #             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
-#   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes    (60 s)
+#   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes, and
+#             attention again with CLOCKTRAIN_CUDA_ATTENTION=cudnn beside it           (60 s)
 #   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),
 #             then without graphs, with fp8 MLP products, eager with every op timed, and with
 #             cuDNN's attention (CLOCKTRAIN_CUDA_ATTENTION=cudnn) graphed and op-timed (140 s)
@@ -196,7 +197,8 @@ parity() {
 stage parity 150 parity
 
 # ---- ops ----
-stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --dtype bf16 --repeats 10 --json "$work/ops.json"
+stage ops 60 "$bin/backend_ops_bench" --backend cuda --matmul-precision bf16 --dtype bf16 --repeats 10 \
+  --also-attention cudnn --json "$work/ops.json"
 
 # ---- train ----
 # The baseline recipe's step on the GPU (recipes/baseline-cuda.toml: bf16, one micro-batch of 64 x
