@@ -330,7 +330,8 @@ TEST(CudnnAttention, GraphsPassTheFrontendsChecksForHopper) {
   if (!CudnnAttention::built()) GTEST_SKIP() << "built without the cuDNN frontend (scripts/install-cudnn-frontend.sh)";
   const AttentionDims shapes[] = {{64, 1024, 1024, 5, 5, 128}, {4, 77, 77, 6, 2, 64}, {1, 50, 50, 3, 3, 80}};
   for (const AttentionDims& d : shapes) {
-    const std::string error = error_of([&] { CudnnAttention::check_graphs(d, 1.0 / std::sqrt(double(d.head_dim)), 90); });
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+    const std::string error = error_of([&] { CudnnAttention::check_graphs(d, scale, 90); });
     if (error.find("cannot open libcudnn") != std::string::npos) GTEST_SKIP() << error;
     EXPECT_EQ(error, "") << "B " << d.batch << " T " << d.query_len << " H " << d.heads << " D " << d.head_dim;
   }

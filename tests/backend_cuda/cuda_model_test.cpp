@@ -1,6 +1,7 @@
 // Device tests (skipped without a GPU): the whole GPT on the CUDA backend against the CPU backend:
 // loss and every gradient on a small shape (f32 and bf16), graph-region steps equal to eager steps,
-// a 50-step bf16 training run whose loss curve tracks the CPU's, and the evaluation paths.
+// a 50-step bf16 training run whose loss curve tracks the CPU's (both again with cuDNN's attention),
+// and the evaluation paths.
 #include <cmath>
 #include <vector>
 
@@ -115,9 +116,7 @@ std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int
   return losses;
 }
 
-TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {
-  CT_REQUIRE_CUDA();
-  Backend& gpu = *cuda({"bf16"});
+void expect_graph_steps_equal_eager_steps(Backend& gpu) {
   GPT* eager_model = nullptr;
   GPT* graph_model = nullptr;
   const std::vector<double> eager = train_losses(gpu, DType::f32, false, 6, &eager_model);
@@ -128,16 +127,36 @@ TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {
         << eager_model->parameters()[i].spec.name;
 }
 
-TEST(CudaModel, FiftyBf16StepsTrackTheCpuLossCurve) {
+TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {
   CT_REQUIRE_CUDA();
+  expect_graph_steps_equal_eager_steps(*cuda({"bf16"}));
+}
+
+void expect_fifty_steps_track_the_cpu(Backend& gpu_backend) {
   auto cpu_be = cpu_backend(0);
   const std::vector<double> reference = train_losses(*cpu_be, DType::f32, false, 50);
-  const std::vector<double> gpu = train_losses(*cuda({"bf16"}), DType::f32, true, 50);
+  const std::vector<double> gpu = train_losses(gpu_backend, DType::f32, true, 50);
   ASSERT_EQ(gpu.size(), reference.size());
   for (size_t s = 0; s < gpu.size(); ++s)
     EXPECT_NEAR(gpu[s], reference[s], 0.05 + 0.03 * reference[s]) << "step " << s + 1;
   EXPECT_LT(reference.back(), reference.front() - 1.0) << "the run must learn for the comparison to mean something";
   EXPECT_LT(gpu.back(), gpu.front() - 1.0);
+}
+
+TEST(CudaModel, FiftyBf16StepsTrackTheCpuLossCurve) {
+  CT_REQUIRE_CUDA();
+  expect_fifty_steps_track_the_cpu(*cuda({"bf16"}));
+}
+
+// The model with cuDNN's attention (CLOCKTRAIN_CUDA_ATTENTION=cudnn; head_dim 64, Tq = Tk: every
+// attention call is cuDNN's): its executions replay inside the step's graph regions bit for bit,
+// and training tracks the CPU's loss curve.
+TEST(CudaModel, WithCudnnAttentionGraphStepsEqualEagerStepsAndTrackTheCpu) {
+  CT_REQUIRE_CUDA();
+  Backend* gpu = cuda({"bf16", false, "cudnn"});
+  if (!gpu) GTEST_SKIP() << "no cuDNN attention: " << cuda_skip_reason();
+  expect_graph_steps_equal_eager_steps(*gpu);
+  expect_fifty_steps_track_the_cpu(*gpu);
 }
 
 TEST(CudaModel, EvaluationAndIncrementalInferenceAgreeInBf16) {
