@@ -5,7 +5,7 @@
 #
 #   .gpu_bundle/bin/       test_backend_cuda (parity tests), backend_ops_bench, and when built,
 #                          train_throughput_bench, clocktrain: each stripped and xz-compressed
-#                          (NAME.xz; bench/gpu_check.sh unpacks them), 4x smaller
+#                          (NAME.xz; bench/gpu_check.sh unpacks them): 6 MiB instead of 37
 #   .gpu_bundle/lib.tar.xz every shared library they load that is not glibc's, libstdc++/libgcc
 #                          (the image has g++ for nvcc) or CUDA's own (the image's toolkit and
 #                          PyTorch's wheels bring cuBLASLt and NCCL); OpenBLAS too (dlopen'ed)
@@ -13,9 +13,10 @@
 #
 # Built portable (CLOCKTRAIN_NATIVE=OFF: the device's CPU may lack this one's AVX-512 extensions),
 # CUDA code for sm_90a (cmake/Cuda.cmake), without Parquet input (CLOCKTRAIN_PARQUET=OFF: the
-# device reads prepared shards, and pyarrow's libraries would add 20 MiB). The folder is ignored by git (.git/info/exclude) and
-# travels with the device call through its `carry` list:  run(command="bash bench/gpu_check.sh",
-# carry=[".gpu_bundle"], timeout_s=540). Keep it under the 64 MiB a call may carry (checked below).
+# device reads prepared shards, and pyarrow's libraries would add 14 MiB). The folder is ignored by
+# git (.git/info/exclude) and travels with the device call through its `carry` list:
+# run(command="bash bench/gpu_check.sh", carry=[".gpu_bundle"], timeout_s=540). Keep it under the
+# 64 MiB a call may carry (checked below).
 #
 # usage: bench/gpu_bundle.sh            (env: BUILD=build/gpu-bundle, JOBS=2)
 #   PACKAGE_ONLY=1 BUILD=build/release bench/gpu_bundle.sh: package what BUILD already holds, without
