@@ -198,7 +198,6 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
                                .tensor(q).tensor(k).tensor(v).real(scale),
                            {dq_out, dk_out, dv_out, dout, out, lse, q, k, v});
   if (!call.launch) return;
-  auto* delta = static_cast<float*>(scratch("attention_delta", sizeof(float) * static_cast<size_t>(lse.numel())));
   // The kernels write gradients in the operands' dtype. An f32 gradient of bf16 operands (the model's
   // mixed precision) is written to bf16 scratch and widened into place afterwards: exact widening, but
   // the gradient carries bf16's rounding (the CPU backend's AMX kernels write f32 directly).
@@ -208,19 +207,23 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
   for (int i = 0; i < 3; ++i)
     if (grad_tensors[i]->dtype != q.dtype)
       grads[i] = scratch(scratch_names[i], dtype_size(q.dtype) * static_cast<size_t>(grad_tensors[i]->numel()));
-  bool aligned = true;
-  for (const void* p : {grads[0], grads[1], grads[2], dout.data, out.data, q.data, k.data, v.data})
+  bool aligned = true;  // the flash kernels' rows (they read out only through the delta kernel)
+  for (const void* p : {grads[0], grads[1], grads[2], dout.data, q.data, k.data, v.data})
     aligned = aligned && aligned16(p);
-  if (cudnn_attention_ && aligned && CudnnAttention::supports(q.dtype, d)) {
+  if (cudnn_attention_ && aligned && aligned16(out.data) && CudnnAttention::supports(q.dtype, d)) {
     cudnn_attention_->backward(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data, k.data,
                                v.data, d, scale,
                                [this](size_t bytes) { return scratch("attention_cudnn_workspace", bytes); });
-  } else if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
-    launch_attention_backward_flash(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data, k.data,
-                                    v.data, d, scale, delta, stream_);
   } else {
-    launch_attention_backward_reference(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data,
-                                        k.data, v.data, q.dtype, d, scale, delta, stream_);
+    // delta: dout . out per query, scratch of the clocktrain kernels (cuDNN keeps its own)
+    auto* delta = static_cast<float*>(scratch("attention_delta", sizeof(float) * static_cast<size_t>(lse.numel())));
+    if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
+      launch_attention_backward_flash(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data,
+                                      k.data, v.data, d, scale, delta, stream_);
+    } else {
+      launch_attention_backward_reference(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data,
+                                          k.data, v.data, q.dtype, d, scale, delta, stream_);
+    }
   }
   for (int i = 0; i < 3; ++i)
     if (grads[i] != grad_tensors[i]->data)

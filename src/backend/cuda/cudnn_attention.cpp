@@ -282,9 +282,13 @@ CudnnAttention::CudnnAttention(cudaStream_t) { not_built(); }
 CudnnAttention::~CudnnAttention() = default;
 std::string CudnnAttention::version() const { return "not built"; }
 void CudnnAttention::forward(void*, float*, const void*, const void*, const void*, const AttentionDims&, double,
-                             const Workspace&) {}
+                             const Workspace&) {
+  not_built();
+}
 void CudnnAttention::backward(void*, void*, void*, const void*, const void*, const float*, const void*, const void*,
-                              const void*, const AttentionDims&, double, const Workspace&) {}
+                              const void*, const AttentionDims&, double, const Workspace&) {
+  not_built();
+}
 
 }  // namespace ct::cuda
 
