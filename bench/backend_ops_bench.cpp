@@ -5,8 +5,9 @@
 //   backend_ops_bench --backend cuda [--matmul-precision bf16] [--dtype bf16] [--repeats 20] [--json FILE]
 //                     [--also-attention cudnn]
 //
-// --also-attention VALUE times attention a second time, in the same run, on a second backend made
-// with CLOCKTRAIN_CUDA_ATTENTION=VALUE (rows "attention fwd VALUE", "attention bwd VALUE"): the
+// --also-attention KERNELS times attention a second time, in the same run, on a second backend made
+// with BackendOptions::attention = KERNELS (flash, cudnn or reference; rows "attention fwd KERNELS",
+// "attention bwd KERNELS"): the
 // side-by-side comparison of two attention implementations (docs/cuda.md, "Attention"). A backend
 // that cannot be made is reported and skipped.
 //
@@ -39,7 +40,7 @@ struct Options {
   int repeats = 20;
   int64_t rows = 65536;  // token positions
   std::string json;
-  std::string also_attention;  // a CLOCKTRAIN_CUDA_ATTENTION value to time beside the default
+  std::string also_attention;  // attention kernels (backend.attention) to time beside the default
 };
 
 struct Result {
@@ -98,8 +99,10 @@ void time_attention(Backend& be, DType dt, int64_t B, int64_t T, int64_t H, int6
 }
 
 int run(const Options& o) {
-  check(o.also_attention.empty() || o.backend == "cuda", "--also-attention chooses CLOCKTRAIN_CUDA_ATTENTION: ",
-        "it applies to --backend cuda, not ", o.backend);
+  check(o.also_attention.empty() || o.backend == "cuda", "--also-attention chooses the cuda backend's attention ",
+        "kernels: it applies to --backend cuda, not ", o.backend);
+  const AttentionKernels also_attention =
+      o.also_attention.empty() ? AttentionKernels::automatic : parse_attention_kernels(o.also_attention, "--also-attention");
   BackendOptions bo;
   bo.name = o.backend;
   bo.matmul_precision = parse_matmul_precision(o.matmul_precision, "--matmul-precision");
@@ -153,14 +156,14 @@ int run(const Options& o) {
   // ---- attention ----
   time_attention(be, dt, B, T, H, D, o.repeats, "", report);
   if (!o.also_attention.empty()) {
-    setenv("CLOCKTRAIN_CUDA_ATTENTION", o.also_attention.c_str(), 1);
+    BackendOptions other_options = bo;
+    other_options.attention = also_attention;
     std::unique_ptr<Backend> other;
     try {
-      other = create_backend(bo);
+      other = create_backend(other_options);
     } catch (const Error& e) {
       std::printf("attention %s: no backend (%s)\n", o.also_attention.c_str(), e.what());
     }
-    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
     if (other) {
       std::printf("backend: %s\n", other->device_description().c_str());
       time_attention(*other, dt, B, T, H, D, o.repeats, " " + o.also_attention, report);

@@ -19,10 +19,10 @@
 #             1e-4, bf16 within 1e-2), graph regions, determinism; the whole model's loss and
 #             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes, and
-#             attention again with CLOCKTRAIN_CUDA_ATTENTION=cudnn beside it           (60 s)
+#             attention again with cuDNN's kernels (--also-attention cudnn) beside it           (60 s)
 #   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),
 #             then without graphs, with fp8 MLP products, eager with every op timed, and with
-#             cuDNN's attention (CLOCKTRAIN_CUDA_ATTENTION=cudnn) graphed and op-timed (140 s)
+#             cuDNN's attention (--attention cudnn) graphed and op-timed (140 s)
 #   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (160 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
@@ -131,7 +131,7 @@ setup_libs() {
     name=$(basename "$f")
     if ldconfig -p | grep -q "^[[:space:]]*$name "; then echo "system: $name"; else ln -sf "$f" "$work/lib/$name"; echo "bundle: $name"; fi
   done
-  # cuBLASLt, NCCL, cuDNN (opened at run time by CLOCKTRAIN_CUDA_ATTENTION=cudnn) and NVRTC (which
+  # cuBLASLt, NCCL, cuDNN (opened at run time by backend.attention "cudnn") and NVRTC (which
   # cuDNN's runtime-compiled engines need): the CUDA toolkit's, else PyTorch's wheels'.
   local dirs=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
@@ -212,8 +212,8 @@ train_runs() {
   "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 --graphs false --profile-ops 1
   # cuDNN's fused attention in place of the flash kernels (docs/cuda.md "Attention"); its parity
   # tests are CudaAttention.Cudnn* in the parity stage
-  CLOCKTRAIN_CUDA_ATTENTION=cudnn "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3
-  CLOCKTRAIN_CUDA_ATTENTION=cudnn "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 \
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 20 --warmup 3 --attention cudnn
+  "$bin/train_throughput_bench" recipes/baseline-cuda.toml --steps 3 --warmup 2 --attention cudnn \
     --graphs false --profile-ops 1
   return 0
 }

@@ -104,7 +104,7 @@ def main():
         flops = t.get("flops_per_token", BASELINE_FLOPS_PER_TOKEN)
         memory = t.get("memory_bytes", 0) / 2**30 if t.get("memory_bytes") else None
         label = "clocktrain cuda " + t.get("matmul_precision", "?") + (" graphs" if t.get("graphs") else " eager") + \
-            (" fp8" if t.get("fp8") else "") + (" cudnn-attn" if "attention: cuDNN" in t.get("device", "") else "") + \
+            (" fp8" if t.get("fp8") else "") + (" cudnn-attn" if t.get("attention") == "cudnn" else "") + \
             (" profiled" if t.get("profiled") else "")
         rows.append((label, tps, step_ms, flops, memory))
         if "losses" in t:

@@ -4,7 +4,10 @@
 //
 //   train_throughput_bench RECIPE [--threads N] [--steps N] [--warmup N] [--tokens-per-step N]
 //                                 [--micro-batch-rows N] [--backend NAME] [--clock wall|cpu]
-//                                 [--matmul-precision f32|bf16] [--profile-ops 0|1]
+//                                 [--matmul-precision auto|f32|bf16] [--fp8 0|1] [--graphs 0|1]
+//                                 [--attention auto|flash|cudnn|reference] [--profile-ops 0|1]
+//
+// --matmul-precision, --fp8, --graphs and --attention replace the recipe's [backend] fields.
 //
 // --clock cpu times with the process's CPU clock instead of the wall clock: on a shared machine, with
 // one thread, that is close to what the step takes on an idle core (other programs' time slices are
@@ -114,6 +117,7 @@ int run(int argc, char** argv) {
     else if (flag == "--backend") recipe.backend = value;
     else if (flag == "--matmul-precision") recipe.matmul_precision = parse_matmul_precision(value, flag);
     else if (flag == "--fp8") recipe.fp8 = (value == "true" || value == "1");
+    else if (flag == "--attention") recipe.attention = parse_attention_kernels(value, flag);
     else if (flag == "--graphs") recipe.graphs = (value == "true" || value == "1");
     else if (flag == "--clock") g_cpu_clock = (value == "cpu");
     else if (flag == "--profile-ops") profile_ops = (value == "true" || value == "1");
@@ -127,6 +131,7 @@ int run(int argc, char** argv) {
   options.threads = set_thread_count(threads);
   options.matmul_precision = recipe.matmul_precision;
   options.fp8 = recipe.fp8;
+  options.attention = recipe.attention;
   auto backend = create_backend(options);
   // The CPU's ops are synchronous; another backend's are timed with a device wait around each one,
   // which graph regions forbid.
@@ -218,6 +223,7 @@ int run(int argc, char** argv) {
          {"optimizer_seconds", median(optimizer_s)},
          {"step_ms", 1000.0 * step_median},
          {"fp8", recipe.fp8},
+         {"attention", attention_kernels_name(recipe.attention)},
          {"graphs", train_step.uses_graphs()},
          {"profiled", profile_ops},
          {"memory_bytes", backend->memory_in_use_bytes()},

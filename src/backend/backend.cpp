@@ -27,6 +27,23 @@ MatmulPrecision parse_matmul_precision(const std::string& text, const std::strin
   fail(where, ": expected \"auto\", \"f32\" or \"bf16\", got \"", text, "\"");
 }
 
+const char* attention_kernels_name(AttentionKernels kernels) {
+  switch (kernels) {
+    case AttentionKernels::automatic: return "auto";
+    case AttentionKernels::flash: return "flash";
+    case AttentionKernels::cudnn: return "cudnn";
+    case AttentionKernels::reference: return "reference";
+  }
+  return "?";
+}
+
+AttentionKernels parse_attention_kernels(const std::string& text, const std::string& where) {
+  for (AttentionKernels k : {AttentionKernels::automatic, AttentionKernels::flash, AttentionKernels::cudnn,
+                             AttentionKernels::reference})
+    if (text == attention_kernels_name(k)) return k;
+  fail(where, ": expected \"auto\", \"flash\", \"cudnn\" or \"reference\", got \"", text, "\"");
+}
+
 // ---- the public ops -------------------------------------------------------------------------------
 
 // Calls the backend's op_failed() when the op it frames throws (a contract error or a kernel's).

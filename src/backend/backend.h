@@ -37,6 +37,15 @@ const char* matmul_precision_name(MatmulPrecision precision);  // "auto", "f32",
 // The inverse of matmul_precision_name; anything else is a ct::Error naming `where` and the value.
 MatmulPrecision parse_matmul_precision(const std::string& text, const std::string& where);
 
+// Which kernels serve attention (the recipe's backend.attention). automatic ("auto"): the backend's
+// own choice (CPU: by the CPU level, docs/cpu.md; CUDA: clocktrain's flash kernels). flash, cudnn and
+// reference name the CUDA backend's three paths (docs/cuda.md, "Attention"); another backend refuses them.
+enum class AttentionKernels { automatic, flash, cudnn, reference };
+
+const char* attention_kernels_name(AttentionKernels kernels);  // "auto", "flash", "cudnn", "reference"
+// The inverse of attention_kernels_name; anything else is a ct::Error naming `where` and the value.
+AttentionKernels parse_attention_kernels(const std::string& text, const std::string& where);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -336,6 +345,7 @@ struct BackendOptions {
   int device = 0;            // CUDA: device ordinal
   MatmulPrecision matmul_precision = MatmulPrecision::f32;
   bool fp8 = false;  // CUDA: linear_forward_fp8 runs in fp8 (e4m3, per-tensor scales); others ignore it
+  AttentionKernels attention = AttentionKernels::automatic;  // CUDA: any; others: automatic only
   // Join the launcher's processes (mpirun, torchrun: backend/parallel/launch.h) as one data-parallel
   // job. Only training does (create_recipe_backend); an evaluator or a sampler is one process even
   // when started inside such a job, e.g. as `clocktrain run`'s child.

@@ -181,6 +181,10 @@ Schema schema_for(Recipe& r) {
         {"threads", small_int_field(r.threads)},
         {"matmul_precision", precision_field(r.matmul_precision)},
         {"fp8", bool_field(r.fp8)},
+        {"attention", enum_field(r.attention,
+                                 {AttentionKernels::automatic, AttentionKernels::flash, AttentionKernels::cudnn,
+                                  AttentionKernels::reference},
+                                 attention_kernels_name)},
         {"graphs", bool_field(r.graphs)}}},
       {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
   };
@@ -310,6 +314,7 @@ Json to_json(const Recipe& r) {
         {"threads", r.threads},
         {"matmul_precision", matmul_precision_name(r.matmul_precision)},
         {"fp8", r.fp8},
+        {"attention", attention_kernels_name(r.attention)},
         {"graphs", r.graphs}}},
   };
   // Only when set, so that recipes without it keep their hashes.
@@ -323,12 +328,14 @@ std::unique_ptr<Backend> create_recipe_backend(const Recipe& r) {
   options.threads = r.threads;
   options.matmul_precision = r.matmul_precision;
   options.fp8 = r.fp8;
+  options.attention = r.attention;
   options.data_parallel = true;  // training: the launcher's processes train together
   try {
     return create_backend(options);
   } catch (const Error& e) {
     fail(r.source_path.empty() ? std::string("recipe") : r.source_path, ": [backend] (name \"", r.backend,
-         "\", matmul_precision \"", matmul_precision_name(r.matmul_precision), "\"): ", e.what());
+         "\", matmul_precision \"", matmul_precision_name(r.matmul_precision), "\", attention \"",
+         attention_kernels_name(r.attention), "\"): ", e.what());
   }
 }
 

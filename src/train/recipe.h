@@ -64,6 +64,8 @@ struct Recipe {
   // engine and f32 elsewhere; f32 (the reference) or bf16 (an error without the engine). docs/train.md
   MatmulPrecision matmul_precision = MatmulPrecision::automatic;
   bool fp8 = false;                   // the MLP's forward products in fp8 e4m3 (cuda)
+  // auto: the backend's choice; flash, cudnn or reference: the cuda backend's attention kernels
+  AttentionKernels attention = AttentionKernels::automatic;
   bool graphs = true;                 // record the training step as graph regions where the backend can (cuda)
 
   // [debug] test-only fault injection (docs/train.md); absent from the resolved recipe (and its hash)
@@ -84,7 +86,7 @@ Recipe load_recipe(const std::filesystem::path& path);
 // Same from TOML text (`where` names the source in errors).
 Recipe parse_recipe(const std::string& toml_text, const std::string& where);
 
-// The backend a run of this recipe trains on ([backend]: name, threads, matmul_precision, fp8):
+// The backend a run of this recipe trains on ([backend]: name, threads, matmul_precision, fp8, attention):
 // a ct::Error, prefixed with where the recipe came from, when it cannot start or cannot run the
 // recipe's precision here. Under a launcher (mpirun, torchrun) it joins the job's processes (data parallel).
 std::unique_ptr<Backend> create_recipe_backend(const Recipe& recipe);

@@ -341,12 +341,12 @@ TEST(CudnnAttention, GraphsPassTheFrontendsChecksForHopper) {
 }
 
 // Without a GPU (CI): a build without the path, a missing libcudnn.so.9 or a cudnnCreate that finds
-// no device each end in a ct::Error that names the setting, never in a crash or a foreign exception.
+// no device each end in a ct::Error that names the choice, never in a crash or a foreign exception.
 TEST(CudnnAttention, StartingWithoutADeviceIsAClearError) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) GTEST_SKIP() << "a GPU is present";
   const std::string error = error_of([] { CudnnAttention attention(nullptr); });
-  EXPECT_NE(error.find("CLOCKTRAIN_CUDA_ATTENTION="), std::string::npos) << error;
+  EXPECT_NE(error.find("attention \"cudnn\": "), std::string::npos) << error;
   if (!CudnnAttention::built()) EXPECT_NE(error.find("install-cudnn-frontend.sh"), std::string::npos) << error;
 }
 

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,7 +21,7 @@ namespace ct::test {
 struct CudaFlavour {
   std::string matmul_precision = "f32";
   bool fp8 = false;
-  std::string attention = "";  // CLOCKTRAIN_CUDA_ATTENTION while the backend is created; "" = default
+  std::string attention = "auto";  // BackendOptions::attention: auto (flash), flash, cudnn or reference
   bool operator<(const CudaFlavour& o) const {
     return std::tie(matmul_precision, fp8, attention) < std::tie(o.matmul_precision, o.fp8, o.attention);
   }
@@ -51,14 +50,11 @@ inline Backend* cuda(const CudaFlavour& flavour = {}) {
     options.name = "cuda";
     options.matmul_precision = parse_matmul_precision(flavour.matmul_precision, "CudaFlavour");
     options.fp8 = flavour.fp8;
-    if (!flavour.attention.empty()) setenv("CLOCKTRAIN_CUDA_ATTENTION", flavour.attention.c_str(), 1);
-    auto backend = create_backend(options);
-    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
-    return (backends[flavour] = std::move(backend)).get();
+    options.attention = parse_attention_kernels(flavour.attention, "CudaFlavour");
+    return (backends[flavour] = create_backend(options)).get();
   } catch (const Error& e) {
-    unsetenv("CLOCKTRAIN_CUDA_ATTENTION");
     cuda_skip_reason() = e.what();
-    if (flavour.attention.empty()) unavailable = true;
+    if (flavour.attention == "auto") unavailable = true;
     else failed[flavour] = e.what();
     return nullptr;
   }

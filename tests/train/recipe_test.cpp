@@ -76,6 +76,38 @@ TEST(Recipe, MatmulPrecisionDefaultsToAutoAndKeepsItsNameInTheHash) {
             recipe_hash(parse_recipe("[backend]\nmatmul_precision = \"f32\"\n", "b.toml")));
 }
 
+// backend.attention: auto by default; each choice parsed, recorded in the resolved recipe and its
+// hash; a misspelt one refused with the field; the CPU backend refuses the cuda backend's kernels
+// when the recipe's backend is made, naming the recipe, the choice and what it takes instead.
+TEST(Recipe, AttentionKernelsDefaultToAutoAndTheCpuRefusesTheCudaOnes) {
+  EXPECT_EQ(Recipe{}.attention, AttentionKernels::automatic);
+  EXPECT_EQ(to_json(Recipe{})["backend"]["attention"], "auto");
+  for (const char* name : {"auto", "flash", "cudnn", "reference"}) {
+    const Recipe r = parse_recipe(std::string("[backend]\nattention = \"") + name + "\"\n", "p.toml");
+    EXPECT_EQ(attention_kernels_name(r.attention), std::string(name));
+    EXPECT_EQ(to_json(r)["backend"]["attention"], name);
+  }
+  EXPECT_NE(recipe_hash(parse_recipe("[backend]\nattention = \"auto\"\n", "a.toml")),
+            recipe_hash(parse_recipe("[backend]\nattention = \"cudnn\"\n", "b.toml")));
+  const std::string misspelt = error_of("[backend]\nattention = \"flash2\"\n");
+  EXPECT_NE(misspelt.find("bad.toml:2: field 'backend.attention': expected \"auto\" or \"flash\" or \"cudnn\" or "
+                          "\"reference\", got \"flash2\""),
+            std::string::npos)
+      << misspelt;
+
+  const Recipe on_cpu = parse_recipe("[backend]\nname = \"cpu\"\nattention = \"cudnn\"\n", "cpu-cudnn.toml");
+  std::string refused;
+  try {
+    create_recipe_backend(on_cpu);
+  } catch (const Error& e) {
+    refused = e.what();
+  }
+  EXPECT_NE(refused.find("cpu-cudnn.toml: [backend] (name \"cpu\""), std::string::npos) << refused;
+  EXPECT_NE(refused.find("cpu backend: attention \"cudnn\" names one of the cuda backend's kernels"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("(\"auto\", docs/cpu.md)"), std::string::npos) << refused;
+}
+
 TEST(Recipe, HashFollowsEveryField) {
   Recipe a, b;
   b.optimizer.adam_eps = 1e-9;

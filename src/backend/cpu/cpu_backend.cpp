@@ -37,6 +37,9 @@ std::string bf16_engine_name() {
 
 CpuBackend::CpuBackend(const BackendOptions& options) {
   check(options.threads >= 0, "cpu backend: threads must be >= 0 (0 = every core), got ", options.threads);
+  check(options.attention == AttentionKernels::automatic, "cpu backend: attention \"",
+        attention_kernels_name(options.attention), "\" names one of the cuda backend's kernels; the cpu backend "
+        "chooses its attention kernels by the CPU level (\"auto\", docs/cpu.md)");
   // First: the level limits the libraries below before they start (cpu_level.h).
   const bool bf16_engine = bf16_engine_available();
   threads_ = set_thread_count(options.threads);

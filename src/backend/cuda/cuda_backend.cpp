@@ -75,17 +75,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
         "sm_90a); rebuild with the GPU's architecture");
 
   gemm_ = std::make_unique<LtGemm>();
-  const char* attention = std::getenv("CLOCKTRAIN_CUDA_ATTENTION");
-  if (attention && *attention) {
-    const std::string choice = attention;
-    check(choice == "flash" || choice == "cudnn" || choice == "reference", "CLOCKTRAIN_CUDA_ATTENTION='", choice,
-          "' is not one of flash, cudnn, reference");
-    attention_path_ = choice == "flash" ? AttentionPath::flash
-                      : choice == "cudnn" ? AttentionPath::cudnn
-                                          : AttentionPath::reference;
-  }
+  // auto: clocktrain's own flash kernels, the measured path (docs/cuda.md, "Attention")
+  attention_ = options.attention == AttentionKernels::automatic ? AttentionKernels::flash : options.attention;
   // Before any graph region: opening the library and making the handle are not stream work.
-  if (attention_path_ == AttentionPath::cudnn) cudnn_attention_ = std::make_unique<CudnnAttention>(stream_);
+  if (attention_ == AttentionKernels::cudnn) cudnn_attention_ = std::make_unique<CudnnAttention>(stream_);
   if (env.distributed()) nccl_ = std::make_unique<NcclComm>(env);
 }
 
@@ -119,8 +112,8 @@ std::string CudaBackend::device_description() const {
              " SMs, ", properties_.totalGlobalMem >> 30, " GiB), driver ", driver / 1000, ".", (driver % 1000) / 10,
              ", runtime ", runtime / 1000, ".", (runtime % 1000) / 10, "; matmuls: cuBLASLt ",
              matmul_bf16_ ? "bf16" : "f32", fp8_ ? " + fp8 linear" : "", "; attention: ",
-             attention_path_ == AttentionPath::flash ? "flash (bf16, head_dim 64/128)"
-             : attention_path_ == AttentionPath::cudnn
+             attention_ == AttentionKernels::flash ? "flash (bf16, head_dim 64/128)"
+             : attention_ == AttentionKernels::cudnn
                  ? str(cudnn_attention_->version(), " (bf16, as many queries as keys), else flash")
                  : "reference",
              world_size_ > 1 ? str("; rank ", rank_, " of ", world_size_, " (NCCL ", nccl_->version(), ")") : "");

@@ -18,8 +18,8 @@
 // positions by token (stable) and adds each row's positions in order; attention's backward
 // computes dK/dV and dQ in separate passes. Same inputs, same bits.
 // Attention: tensor-core flash kernels for bf16 with head_dim 64 or 128; otherwise (f32, other
-// head_dims) the reference kernels. CLOCKTRAIN_CUDA_ATTENTION=reference forces the latter;
-// CLOCKTRAIN_CUDA_ATTENTION=cudnn puts cuDNN's fused attention first where it applies
+// head_dims) the reference kernels. BackendOptions::attention (the recipe's backend.attention)
+// "reference" forces the latter; "cudnn" puts cuDNN's fused attention first where it applies
 // (cudnn_attention.h; written, not yet run on a GPU).
 // Graph regions, value slots and data parallelism: backend.h and docs/cuda.md.
 #include <memory>

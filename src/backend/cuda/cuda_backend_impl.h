@@ -21,11 +21,6 @@ namespace ct::cuda {
 class NcclComm;        // nccl_comm.h
 class CudnnAttention;  // cudnn_attention.h
 
-// Which kernels serve attention (CLOCKTRAIN_CUDA_ATTENTION): clocktrain's tensor-core flash kernels
-// where they apply, cuDNN's fused attention where it applies (flash, then reference, elsewhere), or
-// the reference kernels everywhere.
-enum class AttentionPath { flash, cudnn, reference };
-
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const BackendOptions& options);
@@ -63,7 +58,6 @@ class CudaBackend final : public Backend {
 
   // For tests and benchmarks.
   cudaStream_t stream() const { return stream_; }
-  AttentionPath attention_path() const { return attention_path_; }
 
  protected:
   // Backend's public ops call these once the op contract holds (op_contract.h); the kernels' own
@@ -171,8 +165,11 @@ class CudaBackend final : public Backend {
   std::string matmul_precision_reason_;
   int devices_present_ = 0;  // cudaGetDeviceCount at creation
   bool fp8_ = false;
-  AttentionPath attention_path_ = AttentionPath::flash;
-  std::unique_ptr<CudnnAttention> cudnn_attention_;  // when attention_path_ is cudnn
+  // Which kernels serve attention (BackendOptions::attention, auto resolved to flash): clocktrain's
+  // tensor-core flash kernels where they apply; cuDNN's fused attention where it applies (flash,
+  // then reference, elsewhere); or the reference kernels everywhere.
+  AttentionKernels attention_ = AttentionKernels::flash;
+  std::unique_ptr<CudnnAttention> cudnn_attention_;  // when attention_ is cudnn
 
   std::map<const char*, size_t, std::greater<>> allocations_;  // base -> bytes (descending: lower_bound finds the base)
   int64_t allocated_bytes_ = 0;

@@ -181,7 +181,7 @@ void CudaBackend::do_attention_forward(const Tensor& out, const Tensor& lse, con
   if (cudnn_attention_ && aligned && CudnnAttention::supports(q.dtype, d)) {
     cudnn_attention_->forward(out.data, lse.as<float>(), q.data, k.data, v.data, d, scale,
                               [this](size_t bytes) { return scratch("attention_cudnn_workspace", bytes); });
-  } else if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
+  } else if (attention_ != AttentionKernels::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
     launch_attention_forward_flash(out.data, lse.as<float>(), q.data, k.data, v.data, d, scale, stream_);
   } else {
     launch_attention_forward_reference(out.data, lse.as<float>(), q.data, k.data, v.data, q.dtype, d, scale, stream_);
@@ -217,7 +217,7 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
   } else {
     // delta: dout . out per query, scratch of the clocktrain kernels (cuDNN keeps its own)
     auto* delta = static_cast<float*>(scratch("attention_delta", sizeof(float) * static_cast<size_t>(lse.numel())));
-    if (attention_path_ != AttentionPath::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
+    if (attention_ != AttentionKernels::reference && aligned && flash_attention_supports(q.dtype, d.head_dim)) {
       launch_attention_backward_flash(grads[0], grads[1], grads[2], dout.data, out.data, lse.as<float>(), q.data,
                                       k.data, v.data, d, scale, delta, stream_);
     } else {

@@ -55,7 +55,7 @@ void check_fe(const fe::error_t& status, const char* step, const AttentionDims& 
   if (status.is_good()) return;
   fail("cuDNN attention ", backward ? "backward" : "forward", ": ", step, " failed for B ", d.batch, ", T ",
        d.query_len, ", H ", d.heads, ", Hkv ", d.kv_heads, ", D ", d.head_dim, ": ", status.err_msg,
-       " (CLOCKTRAIN_CUDA_ATTENTION=flash uses clocktrain's own kernels)");
+       " (attention \"flash\" uses clocktrain's own kernels)");
 }
 
 // [B, T, heads, D] rows as cuDNN's [B, heads, T, D] dims and strides.
@@ -84,7 +84,7 @@ void guarded(const Body& body) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    fail("cuDNN attention: ", e.what(), " (CLOCKTRAIN_CUDA_ATTENTION=flash uses clocktrain's own kernels)");
+    fail("cuDNN attention: ", e.what(), " (attention \"flash\" uses clocktrain's own kernels)");
   }
 }
 
@@ -161,7 +161,7 @@ void open_cudnn() {
   fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
   if (!fe::cudnn_dlhandle) {
     const char* why = dlerror();
-    fail("CLOCKTRAIN_CUDA_ATTENTION=cudnn: cannot open libcudnn.so.9 (", why ? why : "no reason given",
+    fail("attention \"cudnn\": cannot open libcudnn.so.9 (", why ? why : "no reason given",
          "); install cuDNN 9 or put its lib folder on LD_LIBRARY_PATH");
   }
 }
@@ -220,10 +220,10 @@ CudnnAttention::CudnnAttention(cudaStream_t stream) : impl_(std::make_unique<Imp
   open_cudnn();
   guarded([&] {
     const cudnnStatus_t created = fe::detail::create_handle(&impl_->handle);
-    check(created == CUDNN_STATUS_SUCCESS, "CLOCKTRAIN_CUDA_ATTENTION=cudnn: cudnnCreate failed: ",
+    check(created == CUDNN_STATUS_SUCCESS, "attention \"cudnn\": cudnnCreate failed: ",
           fe::detail::get_error_string(created));
     const cudnnStatus_t bound = fe::detail::set_stream(impl_->handle, stream);
-    check(bound == CUDNN_STATUS_SUCCESS, "CLOCKTRAIN_CUDA_ATTENTION=cudnn: cudnnSetStream failed: ",
+    check(bound == CUDNN_STATUS_SUCCESS, "attention \"cudnn\": cudnnSetStream failed: ",
           fe::detail::get_error_string(bound));
   });
 }
@@ -269,7 +269,7 @@ namespace ct::cuda {
 
 namespace {
 [[noreturn]] void not_built() {
-  fail("CLOCKTRAIN_CUDA_ATTENTION=cudnn: this build has no cuDNN attention (the cuDNN frontend headers were not "
+  fail("attention \"cudnn\": this build has no cuDNN attention (the cuDNN frontend headers were not "
        "found when configuring; run scripts/install-cudnn-frontend.sh, then configure again: docs/cuda.md)");
 }
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Causal attention through cuDNN's fused scaled-dot-product attention (its FlashAttention-style
 // engines, with Hopper kernels of their own), the alternative to kernels_flash.cu that
-// CLOCKTRAIN_CUDA_ATTENTION=cudnn chooses (docs/cuda.md, "Attention").
+// backend.attention = "cudnn" chooses (docs/cuda.md, "Attention").
 //
 // Why a library here: cuDNN's attention engines use Hopper's wgmma and TMA, which the hand-written
 // mma.sync kernels do not (148 TFLOP/s forward, 118 backward on the H200); cuDNN is NVIDIA's
