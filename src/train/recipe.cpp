@@ -86,11 +86,14 @@ FieldReader enum_field(Enum& target, std::vector<Enum> values, const char* (*nam
   };
 }
 
-FieldReader precision_field(MatmulPrecision& target) {
-  return [&target](const toml::node& n, const std::string& what) {
+// A string that one of the backend's parse functions reads (parse_matmul_precision,
+// parse_attention_kernels: backend.h), so the recipe and the command-line options accept the same names.
+template <typename Enum>
+FieldReader parsed_field(Enum& target, Enum (*parse)(const std::string& text, const std::string& where)) {
+  return [&target, parse](const toml::node& n, const std::string& what) {
     auto v = n.value_exact<std::string>();
-    check(v.has_value(), what, ": expected a string: \"auto\", \"f32\" or \"bf16\"");
-    target = parse_matmul_precision(*v, what);
+    check(v.has_value(), what, ": expected a string");
+    target = parse(*v, what);
   };
 }
 
@@ -179,12 +182,9 @@ Schema schema_for(Recipe& r) {
       {"backend",
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
-        {"matmul_precision", precision_field(r.matmul_precision)},
+        {"matmul_precision", parsed_field(r.matmul_precision, parse_matmul_precision)},
         {"fp8", bool_field(r.fp8)},
-        {"attention", enum_field(r.attention,
-                                 {AttentionKernels::automatic, AttentionKernels::flash, AttentionKernels::cudnn,
-                                  AttentionKernels::reference},
-                                 attention_kernels_name)},
+        {"attention", parsed_field(r.attention, parse_attention_kernels)},
         {"graphs", bool_field(r.graphs)}}},
       {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
   };

@@ -90,7 +90,7 @@ TEST(Recipe, AttentionKernelsDefaultToAutoAndTheCpuRefusesTheCudaOnes) {
   EXPECT_NE(recipe_hash(parse_recipe("[backend]\nattention = \"auto\"\n", "a.toml")),
             recipe_hash(parse_recipe("[backend]\nattention = \"cudnn\"\n", "b.toml")));
   const std::string misspelt = error_of("[backend]\nattention = \"flash2\"\n");
-  EXPECT_NE(misspelt.find("bad.toml:2: field 'backend.attention': expected \"auto\" or \"flash\" or \"cudnn\" or "
+  EXPECT_NE(misspelt.find("bad.toml:2: field 'backend.attention': expected \"auto\", \"flash\", \"cudnn\" or "
                           "\"reference\", got \"flash2\""),
             std::string::npos)
       << misspelt;
