@@ -15,9 +15,11 @@
 //
 // Register block: 6 rows x 16 columns of C (12 ymm accumulators) kept over all the terms; per term p,
 // 2 loads of B and 6 broadcasts of A feed 12 FMAs (the FMA units, not the loads, set the pace). At the
-// avx512 level and above (cpu_level.h) 12 rows x 16 columns, one zmm accumulator per row: 1 load of B
-// and 12 broadcasts feed 12 FMAs of twice the width, the same panels (the GEMM library's AVX-512
-// kernels beat the AVX2 blocks there: docs/performance-journal.md).
+// avx512 level and above (cpu_level.h) 8 rows x 32 columns, two panels side by side with two zmm
+// accumulators per row: 2 loads of B and 8 broadcasts feed 16 FMAs of twice the width (an odd last
+// panel: 8 rows x 16). The earlier 12 x 16 zmm block fed 12 FMAs with 1 + 12 loads, more loads than
+// two load ports issue in the FMAs' time; the attention ops ran 13-15% faster with these blocks
+// (docs/performance-journal.md, 2026-12-05).
 // Every element of C sums its terms in order of p from zero, then C = alpha sum (+ C): the result
 // does not depend on the blocking, the thread or the row block's neighbours.
 //
@@ -37,7 +39,7 @@ namespace ct::f32_tiles {
 
 constexpr int64_t kPanel = 16;  // columns per panel of B and per register block of C
 
-// Rows per register block of C: 12 where the zmm blocks run (wide_blocks()), else 6.
+// Rows per register block of C: 8 where the zmm blocks run (wide_blocks()), else 6.
 inline bool wide_blocks() {
 #ifdef CLOCKTRAIN_SIMD_AVX512
   static const bool wide = cpu_level_at_least(CpuLevel::avx512);
@@ -46,7 +48,8 @@ inline bool wide_blocks() {
   return false;
 #endif
 }
-inline int row_block_height() { return wide_blocks() ? 12 : 6; }
+constexpr int kWideHeight = 8;
+inline int row_block_height() { return wide_blocks() ? kWideHeight : 6; }
 
 // What one block of rows of C needs: columns [n_begin, n_end) (widened to whole panels, clipped to
 // the product's n) and terms [p_begin, p_end) of the sum (clipped to >= 0; none: C = alpha 0 (+ C)).
@@ -130,7 +133,42 @@ inline void transpose_8x8(const float* src, int64_t src_stride, float* dst, int6
 }
 
 #ifdef CLOCKTRAIN_SIMD_AVX512
-// block() with one zmm accumulator per row; masked loads of B and C cover a partial panel.
+// Two panels side by side (b0 whole, b1 with columns - 16 of its columns): two zmm accumulators per
+// row; masked loads of b1 and of C's second half cover a partial last panel.
+template <int kRows>
+inline void wide_pair_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b0,
+                            const float* b1, int64_t term_stride, int64_t terms, int64_t columns, float alpha,
+                            bool accumulate) {
+  const __mmask16 mask = simd::first_lanes_of_16(columns - kPanel);
+  __m512 acc[kRows][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < terms; ++p) {
+    const __m512 lo = _mm512_loadu_ps(b0 + p * term_stride);
+    const __m512 hi = _mm512_maskz_loadu_ps(mask, b1 + p * term_stride);
+    const float* a_p = a + p * a_col;
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 x = _mm512_set1_ps(a_p[r * a_row]);
+      acc[r][0] = _mm512_fmadd_ps(x, lo, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, hi, acc[r][1]);
+    }
+  }
+  const __m512 alpha_v = _mm512_set1_ps(alpha);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* row = c + r * ldc;
+    __m512 lo = _mm512_mul_ps(acc[r][0], alpha_v), hi = _mm512_mul_ps(acc[r][1], alpha_v);
+    if (accumulate) {
+      lo = _mm512_add_ps(lo, _mm512_loadu_ps(row));
+      hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(mask, row + kPanel));
+    }
+    _mm512_storeu_ps(row, lo);
+    _mm512_mask_storeu_ps(row + kPanel, mask, hi);
+  }
+}
+
+// One panel: one zmm accumulator per row; masked loads of B and C cover a partial panel.
 template <int kRows>
 inline void wide_block(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const float* b,
                        int64_t term_stride, int64_t terms, int64_t columns, float alpha, bool accumulate) {
@@ -165,7 +203,13 @@ inline void row_block(float* c, int64_t ldc, const float* a, int64_t a_row, int6
     const int64_t columns = std::min(kPanel, n - j);
 #ifdef CLOCKTRAIN_SIMD_AVX512
     if constexpr (kWide) {
-      wide_block<kRows>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
+      if (j + kPanel < n_end) {  // two panels
+        wide_pair_block<kRows>(c + j, ldc, a, a_row, a_col, b_block, b_block + panel_stride, term_stride, terms,
+                               std::min(2 * kPanel, n - j), alpha, accumulate);
+        j += kPanel;
+      } else {
+        wide_block<kRows>(c + j, ldc, a, a_row, a_col, b_block, term_stride, terms, columns, alpha, accumulate);
+      }
       continue;
     }
 #endif
@@ -204,7 +248,7 @@ inline void with_rows(int rows, Fn&& fn) {
 template <bool kWide, typename Ranges>
 void product_blocks(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
                     int64_t n, float alpha, bool accumulate, Ranges& ranges) {
-  constexpr int kHeight = kWide ? 12 : 6;
+  constexpr int kHeight = kWide ? kWideHeight : 6;
   for (int64_t i = 0; i < m; i += kHeight) {
     const int rows = static_cast<int>(std::min<int64_t>(kHeight, m - i));
     const BlockRange range = ranges(i, i + rows - 1);
@@ -224,7 +268,7 @@ void product_blocks(float* c, int64_t ldc, const float* a, int64_t a_row, int64_
 
 // C[m x n] (row stride ldc) = alpha A B (+ C when accumulate). ranges(first_row, last_row) gives each
 // block of rows (row_block_height() rows, fewer at the end) its BlockRange; C outside the columns it
-// names is not written.
+// names (widened to whole panels) is not written.
 template <typename Ranges>
 void product(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
              int64_t n, float alpha, bool accumulate, Ranges ranges) {
