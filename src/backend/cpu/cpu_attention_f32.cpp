@@ -17,7 +17,7 @@
 //     dQ  += dS K           A = dS^T read transposed      B = K rows in place
 //   Packing costs O(T D) per head against O(T^2 D) for the products.
 //
-// The causal mask saves work as well as hiding it: each block of 6 rows of a product computes only
+// The causal mask saves work as well as hiding it: each block of rows of a product computes only
 // the columns (whole panels of 16) and the terms its rows can see, so a diagonal block of scores costs
 // about half of a full one. Masked entries of P, P^T and dS^T are written as exact zeros, so terms a
 // block computes past a row's own last visible key add nothing.
