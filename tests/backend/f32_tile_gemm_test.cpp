@@ -112,8 +112,9 @@ TEST(F32TileGemm, EveryLayoutAndEdgeMatchesF64) {
 
 TEST(F32TileGemm, RowMajorBIsNeverReadPastItsLastColumn) {
   // B [k x n] placed so that its last float is the last one before a PROT_NONE page: a full 16-float
-  // load of the last row's partial panel (instead of a masked one) would touch that page.
-  for (int64_t n : {1, 5, 8, 9, 13}) {
+  // load of the last row's partial panel (instead of a masked one) would touch that page. n = 17 and
+  // 29: the partial panel is the second of a pair (the zmm blocks at avx512 and above).
+  for (int64_t n : {1, 5, 8, 9, 13, 17, 29}) {
     const int64_t k = 3, m = 4;
     BytesBeforeAGuardPage memory(static_cast<size_t>(k * n) * sizeof(float));
     float* b = memory.as<float>();
