@@ -48,8 +48,8 @@ inline bool wide_blocks() {
   return false;
 #endif
 }
-constexpr int kWideHeight = 8;
-inline int row_block_height() { return wide_blocks() ? kWideHeight : 6; }
+constexpr int block_height(bool wide) { return wide ? 8 : 6; }
+inline int row_block_height() { return block_height(wide_blocks()); }
 
 // What one block of rows of C needs: columns [n_begin, n_end) (widened to whole panels, clipped to
 // the product's n) and terms [p_begin, p_end) of the sum (clipped to >= 0; none: C = alpha 0 (+ C)).
@@ -248,7 +248,7 @@ inline void with_rows(int rows, Fn&& fn) {
 template <bool kWide, typename Ranges>
 void product_blocks(float* c, int64_t ldc, const float* a, int64_t a_row, int64_t a_col, const Operand& b, int64_t m,
                     int64_t n, float alpha, bool accumulate, Ranges& ranges) {
-  constexpr int kHeight = kWide ? kWideHeight : 6;
+  constexpr int kHeight = block_height(kWide);
   for (int64_t i = 0; i < m; i += kHeight) {
     const int rows = static_cast<int>(std::min<int64_t>(kHeight, m - i));
     const BlockRange range = ranges(i, i + rows - 1);
