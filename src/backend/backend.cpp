@@ -8,9 +8,19 @@
 
 #include "backend/op_contract.h"
 #include "backend/op_timing.h"
+#include "util/enum_names.h"
 #include "util/error.h"
 
 namespace ct {
+
+namespace {
+
+constexpr MatmulPrecision kMatmulPrecisions[] = {MatmulPrecision::automatic, MatmulPrecision::f32,
+                                                 MatmulPrecision::bf16};
+constexpr AttentionKernels kAttentionKernels[] = {AttentionKernels::automatic, AttentionKernels::flash,
+                                                  AttentionKernels::cudnn, AttentionKernels::reference};
+
+}  // namespace
 
 const char* matmul_precision_name(MatmulPrecision precision) {
   switch (precision) {
@@ -22,10 +32,10 @@ const char* matmul_precision_name(MatmulPrecision precision) {
 }
 
 MatmulPrecision parse_matmul_precision(const std::string& text, const std::string& where) {
-  for (MatmulPrecision p : {MatmulPrecision::automatic, MatmulPrecision::f32, MatmulPrecision::bf16})
-    if (text == matmul_precision_name(p)) return p;
-  fail(where, ": expected \"auto\", \"f32\" or \"bf16\", got \"", text, "\"");
+  return parse_enum(kMatmulPrecisions, matmul_precision_name, text, where);
 }
+
+std::string matmul_precision_choices() { return enum_choices(kMatmulPrecisions, matmul_precision_name); }
 
 const char* attention_kernels_name(AttentionKernels kernels) {
   switch (kernels) {
@@ -38,11 +48,10 @@ const char* attention_kernels_name(AttentionKernels kernels) {
 }
 
 AttentionKernels parse_attention_kernels(const std::string& text, const std::string& where) {
-  for (AttentionKernels k : {AttentionKernels::automatic, AttentionKernels::flash, AttentionKernels::cudnn,
-                             AttentionKernels::reference})
-    if (text == attention_kernels_name(k)) return k;
-  fail(where, ": expected \"auto\", \"flash\", \"cudnn\" or \"reference\", got \"", text, "\"");
+  return parse_enum(kAttentionKernels, attention_kernels_name, text, where);
 }
+
+std::string attention_kernels_choices() { return enum_choices(kAttentionKernels, attention_kernels_name); }
 
 // ---- the public ops -------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ enum class MatmulPrecision { automatic, f32, bf16 };
 const char* matmul_precision_name(MatmulPrecision precision);  // "auto", "f32", "bf16"
 // The inverse of matmul_precision_name; anything else is a ct::Error naming `where` and the value.
 MatmulPrecision parse_matmul_precision(const std::string& text, const std::string& where);
+std::string matmul_precision_choices();  // the names, as errors list them: "auto", "f32" or "bf16"
 
 // Which kernels serve attention (the recipe's backend.attention). automatic ("auto"): the backend's
 // own choice (CPU: by the CPU level, docs/cpu.md; CUDA: clocktrain's flash kernels). flash, cudnn and
@@ -45,6 +46,7 @@ enum class AttentionKernels { automatic, flash, cudnn, reference };
 const char* attention_kernels_name(AttentionKernels kernels);  // "auto", "flash", "cudnn", "reference"
 // The inverse of attention_kernels_name; anything else is a ct::Error naming `where` and the value.
 AttentionKernels parse_attention_kernels(const std::string& text, const std::string& where);
+std::string attention_kernels_choices();  // "auto", "flash", "cudnn" or "reference"
 
 class Backend {
  public:

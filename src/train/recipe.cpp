@@ -6,6 +6,7 @@
 #include <vector>
 #include <toml++/toml.h>
 
+#include "util/enum_names.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/sha256.h"
@@ -73,26 +74,21 @@ FieldReader string_field(std::string& target) {
 template <typename Enum>
 FieldReader enum_field(Enum& target, std::vector<Enum> values, const char* (*name_of)(Enum)) {
   return [&target, values, name_of](const toml::node& n, const std::string& what) {
-    std::string expected;
-    for (Enum value : values) expected += str(expected.empty() ? "" : " or ", "\"", name_of(value), "\"");
     auto v = n.value_exact<std::string>();
-    check(v.has_value(), what, ": expected a string: ", expected);
-    for (Enum value : values)
-      if (*v == name_of(value)) {
-        target = value;
-        return;
-      }
-    fail(what, ": expected ", expected, ", got \"", *v, "\"");
+    check(v.has_value(), what, ": expected a string: ", enum_choices(values, name_of));
+    target = parse_enum(values, name_of, *v, what);
   };
 }
 
 // A string that one of the backend's parse functions reads (parse_matmul_precision,
-// parse_attention_kernels: backend.h), so the recipe and the command-line options accept the same names.
+// parse_attention_kernels: backend.h), so the recipe and the command-line options accept the same
+// names; `choices` lists them for a value that is not a string.
 template <typename Enum>
-FieldReader parsed_field(Enum& target, Enum (*parse)(const std::string& text, const std::string& where)) {
-  return [&target, parse](const toml::node& n, const std::string& what) {
+FieldReader parsed_field(Enum& target, Enum (*parse)(const std::string& text, const std::string& where),
+                         std::string (*choices)()) {
+  return [&target, parse, choices](const toml::node& n, const std::string& what) {
     auto v = n.value_exact<std::string>();
-    check(v.has_value(), what, ": expected a string");
+    check(v.has_value(), what, ": expected a string: ", choices());
     target = parse(*v, what);
   };
 }
@@ -182,9 +178,9 @@ Schema schema_for(Recipe& r) {
       {"backend",
        {{"name", string_field(r.backend)},
         {"threads", small_int_field(r.threads)},
-        {"matmul_precision", parsed_field(r.matmul_precision, parse_matmul_precision)},
+        {"matmul_precision", parsed_field(r.matmul_precision, parse_matmul_precision, matmul_precision_choices)},
         {"fp8", bool_field(r.fp8)},
-        {"attention", parsed_field(r.attention, parse_attention_kernels)},
+        {"attention", parsed_field(r.attention, parse_attention_kernels, attention_kernels_choices)},
         {"graphs", bool_field(r.graphs)}}},
       {"debug", {{"nan_loss_at_step", int_field(r.debug_nan_loss_at_step)}}},
   };
