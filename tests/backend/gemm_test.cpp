@@ -130,14 +130,39 @@ TEST(Gemm, EachTransposeCaseRunsOnItsLibrary) {
   EXPECT_GT(differing_cases, 0) << "the libraries agree to the bit: this test cannot see where a case ran";
 }
 
-TEST(Gemm, OpenBlasRunsAnOptimisedKernel) {
-  // Without OPENBLAS_CORETYPE, OpenBLAS 0.3.21 falls back to Prescott kernels on this CPU.
-  std::string core = openblas_core_name();
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && !std::getenv("OPENBLAS_CORETYPE")) {
-    EXPECT_NE(core, "Prescott");
-  }
+// The kernel sets clocktrain names for the CPU level in use (gemm_library.cpp), applied before each
+// library initialises: OpenBLAS 0.3.21 and BLIS 0.9 take their slowest kernels on CPUs newer than
+// they are (OpenBLAS's Prescott; BLIS's generic on a Zen 5). A variable set outside clocktrain wins,
+// and the description says so.
+TEST(Gemm, OpenBlasRunsTheLevelsKernels) {
+  const std::string core = openblas_core_name(), description = openblas_core_description();
+  EXPECT_EQ(description.rfind(core + " (", 0), 0u) << description;
   EXPECT_NE(openblas_description().find("openmp build"), std::string::npos) << openblas_description();
+  if (description.find("OPENBLAS_CORETYPE set outside clocktrain") != std::string::npos) return;
+  const bool lowered = cpu_level() < cpu_info().level;
+  const char* want = cpu_level() >= CpuLevel::avx512_bf16 ? "Cooperlake"
+                     : cpu_level() == CpuLevel::avx512    ? "SkylakeX"
+                     : lowered                            ? (cpu_info().vendor == "AuthenticAMD" ? "Zen" : "Haswell")
+                                                          : nullptr;
+  if (want) {
+    EXPECT_EQ(core, want) << description;
+    EXPECT_NE(description.find("chosen by clocktrain for the CPU level"), std::string::npos) << description;
+  } else {
+    EXPECT_NE(description.find("OpenBLAS's own choice"), std::string::npos) << description;
+  }
+}
+
+TEST(Gemm, BlisRunsTheLevelsKernels) {
+  if (kAddressSanitizer) GTEST_SKIP() << "BLIS is not loaded under AddressSanitizer (see EveryF32LibraryMatchesNaiveForEveryTranspose)";
+  const std::string description = blis_description();
+  if (description.find("BLIS_ARCH_TYPE set outside clocktrain") != std::string::npos) return;
+  if (cpu_level() >= CpuLevel::avx512)
+    EXPECT_EQ(description.rfind("skx (chosen by clocktrain for the CPU level; ", 0), 0u) << description;
+  else if (cpu_level() < cpu_info().level)
+    EXPECT_EQ(description.rfind(cpu_info().vendor == "AuthenticAMD" ? "zen3 (chosen" : "haswell (chosen", 0), 0u)
+        << description;
+  else
+    EXPECT_NE(description.find("(BLIS's own choice; "), std::string::npos) << description;
 }
 
 TEST(Gemm, ShapeAndDtypeErrorsNameTheOp) {

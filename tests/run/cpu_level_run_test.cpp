@@ -3,7 +3,9 @@
 // the machine's own level; "bf16" there fails before any data is prepared, recorded in the run folder.
 #include <cmath>
 
+#include "backend/cpu/cpu_level.h"
 #include "run/run_test_support.h"
+#include "util/cpu_info.h"
 #include "util/json.h"
 
 namespace ct::test {
@@ -85,6 +87,33 @@ TEST(CpuLevelRun, AnUnknownLevelInTheSwitchIsAnError) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("CLOCKTRAIN_CPU_MAX_ISA: unknown CPU level 'avx3'"), std::string::npos) << run.output;
   EXPECT_FALSE(fs::exists(tmp / "cache"));
+}
+
+// OpenBLAS's kernel set and who chose it are in the start line: a machine image may set
+// OPENBLAS_CORETYPE for every program (one seen here sets Haswell on an AVX-512 CPU), and a lower kernel
+// set than the CPU's is then visible rather than silent. `train` prints the backend's line before it
+// reads its data, so a missing data folder ends the command right after it.
+TEST(CpuLevelRun, TheStartLineSaysWhoChoseOpenBlasKernels) {
+  TempDir tmp;
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  const std::string train = " " + clocktrain_bin() + " train " + recipe.string() + " --data " +
+                            (tmp / "none").string() + " --out " + (tmp / "out").string();
+  // Prescott: never the kernels clocktrain names for a level from avx2 up.
+  auto user = run_command("env OPENBLAS_CORETYPE=Prescott" + train);
+  EXPECT_NE(user.output.find("OpenBLAS core Prescott (OPENBLAS_CORETYPE set outside clocktrain"), std::string::npos)
+      << user.output;
+  const bool lowered = cpu_info().level > cpu_level();
+  if (cpu_level() >= CpuLevel::avx512 || lowered)
+    EXPECT_NE(user.output.find("; the level's would be "), std::string::npos) << user.output;
+  EXPECT_FALSE(fs::exists(tmp / "out")) << "the command ends at the missing data, before the run folder";
+  // At a lowered avx2 level clocktrain names the level's kernels (Zen or Haswell); on a CPU whose own
+  // level is avx2, OpenBLAS's detection stands.
+  auto avx2 = run_command("env -u OPENBLAS_CORETYPE " + std::string(kAvx2) + train);
+  EXPECT_NE(avx2.output.find(cpu_info().level > CpuLevel::avx2 ? "(chosen by clocktrain for the CPU level)"
+                                                                : "(OpenBLAS's own choice)"),
+            std::string::npos)
+      << avx2.output;
+  EXPECT_EQ(avx2.output.find("OpenBLAS core Prescott"), std::string::npos) << avx2.output;
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ std::string CpuBackend::device_description() const {
   std::string description =
       str(threads_, " threads on ", cpu_info().model_name, " (CPU level ", cpu_level_description(), "); matmuls ",
           matmul_precision_name(matmul_precision()), "; f32 GEMM: ", gemm_libraries_description(gemm_libraries_),
-          ", OpenBLAS core ", openblas_core_name());
+          ", OpenBLAS core ", openblas_core_description());
   // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)
     description += str(amx_gemm_handles(false, false, 32, 32, 32)

@@ -31,15 +31,16 @@ struct OpenBlasApi {
   decltype(&openblas_get_parallel) get_parallel = nullptr;
   decltype(&openblas_set_num_threads) set_num_threads = nullptr;
   std::string path;
+  std::string core_chosen_by;  // who chose the kernel set: choose_openblas_core_type()
 };
 
 // OPENBLAS_CORETYPE is read once, when the library initialises, so it is set before dlopen: the
 // kernels of the CPU level in use (cpu_level.h), unless the user chose. OpenBLAS 0.3.21 does not
 // know the newest CPUs and would take its slowest kernels there; at the CPU's own avx2 level (or
-// below) its own detection stands.
-void choose_openblas_core_type() {
-  const char* user_choice = std::getenv("OPENBLAS_CORETYPE");
-  if (user_choice && *user_choice) return;
+// below) its own detection stands. Returns who chose, for the backend's description: a variable set
+// outside clocktrain (some machine images set one for every program) is worth seeing in the start
+// line: on a Zen 5, Haswell's kernels ran cpu-small's products at 242 GFLOP/s, Cooperlake's at 425.
+std::string choose_openblas_core_type() {
   const CpuLevel level = cpu_level();
   const bool lowered = level < cpu_info().level;
   const char* core = level >= CpuLevel::avx512_bf16 ? "Cooperlake"
@@ -47,7 +48,13 @@ void choose_openblas_core_type() {
                      : !lowered                     ? nullptr
                      : level == CpuLevel::avx2      ? (cpu_info().vendor == "AuthenticAMD" ? "Zen" : "Haswell")
                                                     : "Prescott";
-  if (core) ::setenv("OPENBLAS_CORETYPE", core, 1);
+  const char* user_choice = std::getenv("OPENBLAS_CORETYPE");
+  if (user_choice && *user_choice)
+    return str("OPENBLAS_CORETYPE set outside clocktrain",
+               core && std::string(user_choice) != core ? str("; the level's would be ", core) : "");
+  if (!core) return "OpenBLAS's own choice";
+  ::setenv("OPENBLAS_CORETYPE", core, 1);
+  return "chosen by clocktrain for the CPU level";
 }
 
 template <typename Fn>
@@ -92,8 +99,8 @@ Loaded<Api> load_library(const char* name, const char* override_variable, const 
 
 const OpenBlasApi& openblas() {
   static const Loaded<OpenBlasApi> loaded = [] {
-    choose_openblas_core_type();
-    return load_library<OpenBlasApi>(
+    const std::string core_chosen_by = choose_openblas_core_type();
+    Loaded<OpenBlasApi> loaded = load_library<OpenBlasApi>(
         "OpenBLAS", "CLOCKTRAIN_OPENBLAS", CLOCKTRAIN_OPENBLAS_PATH, "libopenblas0-openmp",
         [](void* handle, OpenBlasApi& api) {
           api.sgemm = resolve<decltype(api.sgemm)>(handle, api.path, "cblas_sgemm");
@@ -102,6 +109,8 @@ const OpenBlasApi& openblas() {
           api.get_parallel = resolve<decltype(api.get_parallel)>(handle, api.path, "openblas_get_parallel");
           api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "openblas_set_num_threads");
         });
+    loaded.api.core_chosen_by = core_chosen_by;
+    return loaded;
   }();
   return loaded.get();
 }
@@ -111,19 +120,23 @@ const OpenBlasApi& openblas() {
 struct BlisApi {
   decltype(&cblas_sgemm) sgemm = nullptr;
   void (*set_num_threads)(int64_t) = nullptr;  // bli_thread_set_num_threads(dim_t)
+  void (*init)() = nullptr;                    // bli_init: the kernel table, and the configuration chosen
   int (*arch_query_id)() = nullptr;            // arch_t, an enum
   const char* (*arch_string)(int) = nullptr;
   std::string path;
+  std::string arch_chosen_by;  // choose_blis_arch()
 };
 
 // BLIS picks its kernels by CPUID when it initialises (on its first call) unless BLIS_ARCH_TYPE
-// holds a configuration's number (arch_t; BLIS 0.9 reads no names): a lowered level (cpu_level.h)
-// gets that level's configuration, "zen3" or "haswell" at avx2, "skx" at avx512. The number is
-// found by name among the first configurations (bli_arch_string reads a static table, before
-// BLIS initialises); a BLIS without that name keeps its own choice.
-void choose_blis_arch(const BlisApi& api) {
+// holds a configuration's number (arch_t; BLIS 0.9 reads no names). From avx512 up, and at a lowered
+// level, clocktrain names the level's configuration: "skx" from avx512 up (BLIS 0.9 does not know Zen
+// 5 and took its "generic" kernels there, 88 GFLOP/s where skx's ran at 439), "zen3" or "haswell" at
+// avx2. The number is found by name among the first configurations (bli_arch_string reads a static
+// table, before BLIS initialises); a BLIS without that name keeps its own choice. Returns who chose.
+std::string choose_blis_arch(const BlisApi& api) {
   const char* user_choice = std::getenv("BLIS_ARCH_TYPE");
-  if ((user_choice && *user_choice) || cpu_level() >= cpu_info().level) return;
+  if (user_choice && *user_choice) return "BLIS_ARCH_TYPE set outside clocktrain";
+  if (cpu_level() < CpuLevel::avx512 && cpu_level() >= cpu_info().level) return "BLIS's own choice";
   const bool amd = cpu_info().vendor == "AuthenticAMD";
   const std::string wanted = cpu_level() >= CpuLevel::avx512 ? "skx"
                              : cpu_level() == CpuLevel::avx2 ? (amd ? "zen3" : "haswell")
@@ -133,9 +146,10 @@ void choose_blis_arch(const BlisApi& api) {
     const char* name = api.arch_string(id);
     if (name && wanted == name) {
       ::setenv("BLIS_ARCH_TYPE", std::to_string(id).c_str(), 1);
-      return;
+      return "chosen by clocktrain for the CPU level";
     }
   }
+  return str("BLIS's own choice (it has no configuration named ", wanted, ")");
 }
 
 const BlisApi& blis() {
@@ -145,7 +159,11 @@ const BlisApi& blis() {
         api.set_num_threads = resolve<decltype(api.set_num_threads)>(handle, api.path, "bli_thread_set_num_threads");
         api.arch_query_id = resolve<decltype(api.arch_query_id)>(handle, api.path, "bli_arch_query_id");
         api.arch_string = resolve<decltype(api.arch_string)>(handle, api.path, "bli_arch_string");
-        choose_blis_arch(api);
+        api.init = resolve<decltype(api.init)>(handle, api.path, "bli_init");
+        api.arch_chosen_by = choose_blis_arch(api);
+        // Now, not on the first product: with BLIS_ARCH_TYPE set, bli_arch_query_id before BLIS has
+        // initialised aborts the process ("Accessed uninitialized context in gks").
+        api.init();
       });
   return loaded.get();
 }
@@ -267,11 +285,16 @@ void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
 
 std::string openblas_core_name() { return openblas().get_corename(); }
 
+std::string openblas_core_description() {
+  const OpenBlasApi& api = openblas();
+  return str(api.get_corename(), " (", api.core_chosen_by, ")");
+}
+
 std::string openblas_description() {
   const OpenBlasApi& api = openblas();
   int parallel = api.get_parallel();  // 0 sequential, 1 pthreads, 2 OpenMP
   const char* build = parallel == 2 ? "openmp build" : parallel == 1 ? "pthread build" : "sequential build";
-  return str(api.get_corename(), " (", build, ", ", api.path, ")");
+  return str(api.get_corename(), " (", api.core_chosen_by, "; ", build, ", ", api.path, ")");
 }
 
 void openblas_set_threads(int threads) { openblas().set_num_threads(threads); }
@@ -280,7 +303,7 @@ void blis_set_threads(int threads) { blis().set_num_threads(threads); }
 
 std::string blis_description() {
   const BlisApi& api = blis();
-  return str(api.arch_string(api.arch_query_id()), " (", api.path, ")");
+  return str(api.arch_string(api.arch_query_id()), " (", api.arch_chosen_by, "; ", api.path, ")");
 }
 
 }  // namespace ct

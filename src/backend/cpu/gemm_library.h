@@ -74,15 +74,18 @@ inline void gemm_row_major(const GemmLibraries&, bool transpose_a, bool transpos
   dgemm_row_major(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Loads OpenBLAS (once) and tells which build and kernel set it runs: "Cooperlake (openmp build,
-// /usr/lib/.../libopenblas.so.0)". Throws a ct::Error when the library cannot be loaded.
+// Loads OpenBLAS (once) and tells which build and kernel set it runs, and who chose the kernel set:
+// "Cooperlake (chosen by clocktrain for the CPU level; openmp build, /usr/lib/.../libopenblas.so.0)".
+// Throws a ct::Error when the library cannot be loaded.
 std::string openblas_description();
-std::string openblas_core_name();
+std::string openblas_core_name();         // "Cooperlake"
+std::string openblas_core_description();  // "Cooperlake (chosen by clocktrain for the CPU level)"
 // Sets OpenBLAS's thread count (its OpenMP build follows OpenMP's count in any case).
 void openblas_set_threads(int threads);
 
 // BLIS (loaded on first use; a ct::Error when it cannot be): its thread count, and its kernel
-// configuration and path ("zen3 (/usr/lib/.../blis-openmp/libblis.so.4)").
+// configuration, who chose it and its path ("skx (chosen by clocktrain for the CPU level;
+// /usr/lib/.../blis-openmp/libblis.so.4)").
 void blis_set_threads(int threads);
 std::string blis_description();
 
