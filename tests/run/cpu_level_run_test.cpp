@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_level.h"
+#include "backend/cpu/gemm_library.h"
 #include "run/run_test_support.h"
 #include "util/cpu_info.h"
 #include "util/json.h"
@@ -114,6 +115,14 @@ TEST(CpuLevelRun, TheStartLineSaysWhoChoseOpenBlasKernels) {
             std::string::npos)
       << avx2.output;
   EXPECT_EQ(avx2.output.find("OpenBLAS core Prescott"), std::string::npos) << avx2.output;
+  // The variable already holding the level's choice (as in `clocktrain run`'s evaluator, which
+  // inherits what its parent set) is said to be the level's choice, not an outside one.
+  if (const char* core = openblas_core_type_for_level()) {
+    auto same = run_command("env OPENBLAS_CORETYPE=" + std::string(core) + train);
+    EXPECT_NE(same.output.find("OpenBLAS core " + std::string(core) + " (OPENBLAS_CORETYPE set to the level's choice)"),
+              std::string::npos)
+        << same.output;
+  }
 }
 
 }  // namespace

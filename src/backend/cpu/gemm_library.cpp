@@ -35,23 +35,18 @@ struct OpenBlasApi {
 };
 
 // OPENBLAS_CORETYPE is read once, when the library initialises, so it is set before dlopen: the
-// kernels of the CPU level in use (cpu_level.h), unless the user chose. OpenBLAS 0.3.21 does not
-// know the newest CPUs and would take its slowest kernels there; at the CPU's own avx2 level (or
-// below) its own detection stands. Returns who chose, for the backend's description: a variable set
-// outside clocktrain (some machine images set one for every program) is worth seeing in the start
-// line: on a Zen 5, Haswell's kernels ran cpu-small's products at 242 GFLOP/s, Cooperlake's at 425.
+// level's kernel set (openblas_core_type_for_level), unless the variable is set already. Returns who
+// chose, for the backend's description: a variable set outside clocktrain (some machine images set
+// one for every program) is worth seeing in the start line: on a Zen 5, Haswell's kernels ran
+// cpu-small's products at 242 GFLOP/s, Cooperlake's at 425. A set value equal to the level's is
+// said so, whoever set it: `clocktrain run`'s evaluator inherits the variable its parent set.
 std::string choose_openblas_core_type() {
-  const CpuLevel level = cpu_level();
-  const bool lowered = level < cpu_info().level;
-  const char* core = level >= CpuLevel::avx512_bf16 ? "Cooperlake"
-                     : level == CpuLevel::avx512    ? "SkylakeX"
-                     : !lowered                     ? nullptr
-                     : level == CpuLevel::avx2      ? (cpu_info().vendor == "AuthenticAMD" ? "Zen" : "Haswell")
-                                                    : "Prescott";
-  const char* user_choice = std::getenv("OPENBLAS_CORETYPE");
-  if (user_choice && *user_choice)
-    return str("OPENBLAS_CORETYPE set outside clocktrain",
-               core && std::string(user_choice) != core ? str("; the level's would be ", core) : "");
+  const char* core = openblas_core_type_for_level();
+  const char* set_already = std::getenv("OPENBLAS_CORETYPE");
+  if (set_already && *set_already) {
+    if (core && std::string(set_already) == core) return "OPENBLAS_CORETYPE set to the level's choice";
+    return str("OPENBLAS_CORETYPE set outside clocktrain", core ? str("; the level's would be ", core) : "");
+  }
   if (!core) return "OpenBLAS's own choice";
   ::setenv("OPENBLAS_CORETYPE", core, 1);
   return "chosen by clocktrain for the CPU level";
@@ -132,24 +127,30 @@ struct BlisApi {
 // level, clocktrain names the level's configuration: "skx" from avx512 up (BLIS 0.9 does not know Zen
 // 5 and took its "generic" kernels there, 88 GFLOP/s where skx's ran at 439), "zen3" or "haswell" at
 // avx2. The number is found by name among the first configurations (bli_arch_string reads a static
-// table, before BLIS initialises); a BLIS without that name keeps its own choice. Returns who chose.
+// table, before BLIS initialises); a BLIS without that name keeps its own choice. Returns who chose
+// (a set number equal to the level's is said so, as for OPENBLAS_CORETYPE).
 std::string choose_blis_arch(const BlisApi& api) {
-  const char* user_choice = std::getenv("BLIS_ARCH_TYPE");
-  if (user_choice && *user_choice) return "BLIS_ARCH_TYPE set outside clocktrain";
-  if (cpu_level() < CpuLevel::avx512 && cpu_level() >= cpu_info().level) return "BLIS's own choice";
+  const char* set_already = std::getenv("BLIS_ARCH_TYPE");
+  const bool own_level = cpu_level() < CpuLevel::avx512 && cpu_level() >= cpu_info().level;
   const bool amd = cpu_info().vendor == "AuthenticAMD";
-  const std::string wanted = cpu_level() >= CpuLevel::avx512 ? "skx"
-                             : cpu_level() == CpuLevel::avx2 ? (amd ? "zen3" : "haswell")
-                                                             : "generic";
+  const std::string wanted = own_level                          ? ""
+                             : cpu_level() >= CpuLevel::avx512 ? "skx"
+                             : cpu_level() == CpuLevel::avx2   ? (amd ? "zen3" : "haswell")
+                                                               : "generic";
+  int wanted_id = -1;
   constexpr int kFirstConfigurations = 8;  // skx knl knc haswell sandybridge penryn zen3 zen2 (BLIS 0.9)
-  for (int id = 0; id < kFirstConfigurations; ++id) {
+  for (int id = 0; id < kFirstConfigurations && !wanted.empty(); ++id) {
     const char* name = api.arch_string(id);
-    if (name && wanted == name) {
-      ::setenv("BLIS_ARCH_TYPE", std::to_string(id).c_str(), 1);
-      return "chosen by clocktrain for the CPU level";
-    }
+    if (name && wanted == name) wanted_id = id;
   }
-  return str("BLIS's own choice (it has no configuration named ", wanted, ")");
+  if (set_already && *set_already) {
+    if (wanted_id >= 0 && std::to_string(wanted_id) == set_already) return "BLIS_ARCH_TYPE set to the level's choice";
+    return "BLIS_ARCH_TYPE set outside clocktrain";
+  }
+  if (own_level) return "BLIS's own choice";
+  if (wanted_id < 0) return str("BLIS's own choice (it has no configuration named ", wanted, ")");
+  ::setenv("BLIS_ARCH_TYPE", std::to_string(wanted_id).c_str(), 1);
+  return "chosen by clocktrain for the CPU level";
 }
 
 const BlisApi& blis() {
@@ -281,6 +282,16 @@ void dgemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
   openblas().dgemm(CblasRowMajor, cblas_transpose(transpose_a), cblas_transpose(transpose_b), blas_int(m, "M"),
                    blas_int(n, "N"), blas_int(k, "K"), alpha, a, blas_int(lda, "lda"), b, blas_int(ldb, "ldb"), beta,
                    c, blas_int(ldc, "ldc"));
+}
+
+const char* openblas_core_type_for_level() {
+  const CpuLevel level = cpu_level();
+  const bool lowered = level < cpu_info().level;
+  return level >= CpuLevel::avx512_bf16 ? "Cooperlake"
+         : level == CpuLevel::avx512    ? "SkylakeX"
+         : !lowered                     ? nullptr
+         : level == CpuLevel::avx2      ? (cpu_info().vendor == "AuthenticAMD" ? "Zen" : "Haswell")
+                                        : "Prescott";
 }
 
 std::string openblas_core_name() { return openblas().get_corename(); }

@@ -80,6 +80,11 @@ inline void gemm_row_major(const GemmLibraries&, bool transpose_a, bool transpos
 std::string openblas_description();
 std::string openblas_core_name();         // "Cooperlake"
 std::string openblas_core_description();  // "Cooperlake (chosen by clocktrain for the CPU level)"
+// The kernel set clocktrain sets OPENBLAS_CORETYPE to for the CPU level in use (cpu_level.h), or
+// nullptr at a CPU's own level below avx512, where OpenBLAS's detection stands: "Cooperlake" from
+// avx512_bf16 up (OpenBLAS 0.3.21 does not know the newest CPUs and would take its slowest kernels
+// there), "SkylakeX" at avx512, "Zen" or "Haswell" at a lowered avx2, "Prescott" below.
+const char* openblas_core_type_for_level();
 // Sets OpenBLAS's thread count (its OpenMP build follows OpenMP's count in any case).
 void openblas_set_threads(int threads);
 
