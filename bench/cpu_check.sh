@@ -2,8 +2,9 @@
 # The measurements a CPU's row in docs/performance.md needs, in one command, at the CPU's own level or
 # at a lowered one (CLOCKTRAIN_CPU_MAX_ISA): what a session on a CPU not measured before (an AVX2-only
 # one, issue 19) runs first. Stages, each logged under OUT (default runs/cpu-check-<level>-<date>):
-#   machine   lscpu's model and flags, the commit, CLOCKTRAIN_CPU_MAX_ISA (clocktrain's level and
-#             device description head each bench's output below)
+#   machine   lscpu's model and flags, the commit, CLOCKTRAIN_CPU_MAX_ISA and the libraries' variables
+#             set (OPENBLAS_*, BLIS_*, OMP_*, ...); clocktrain's level and device description head
+#             each bench's output below
 #   gemm      gemm_bench on cpu-small's 15 products (4,096 tokens) and a 1536^3 square, every f32
 #             library side by side (best of 7 interleaved calls)                    (~1 min)
 #   ops       cpu_ops_bench: every op alone at a micro-batch's shapes                   (~1 min)
@@ -40,6 +41,9 @@ say() { echo "$*" | tee -a "$summary"; }
   echo "- flags: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512dq|avx512bw|avx512vl|avx512_bf16|avx512_fp16|avx_vnni|amx_tile|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "- CLOCKTRAIN_CPU_MAX_ISA: ${CLOCKTRAIN_CPU_MAX_ISA:-not set (the level of the CPU itself)}"
+  # Variables that change the libraries' kernels or threads, which some machine images set for every
+  # program (one sets OPENBLAS_CORETYPE=Haswell on a Zen 5).
+  echo "- libraries' variables set: $(env | grep -E '^(OPENBLAS_|BLIS_|OMP_|GOMP_|ONEDNN_|DNNL_|MKL_|CLOCKTRAIN_)' | sort | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
 } > "$summary"
 cat "$summary"
 
