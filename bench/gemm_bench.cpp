@@ -13,8 +13,11 @@
 //   chosen-f32     the library the CPU backend chooses for the product's transpose case
 //                  (gemm_library.h: default_gemm_libraries(), printed), so its total is the step's
 //   onednn-mm-bf16 oneDNN's matmul primitive, bf16 inputs, f32 output (AVX512_BF16 or AMX kernels)
-//   amx-bf16       clocktrain's own AMX GEMM (amx_gemm.h; what the CPU backend's bf16 products run
-//                  where it applies), bf16 inputs, f32 output; "-" where it does not apply
+//   own-bf16       clocktrain's own bf16 GEMM, what the CPU backend's bf16 products run where it
+//                  applies: AMX tiles where usable (amx_gemm.h), else AVX512-BF16 dot products
+//                  (dot_gemm.h); bf16 inputs, f32 output; "-" where it does not apply
+//   chosen-bf16    the CPU backend's bf16 product as it runs in a step (onednn_matmul.h: own-bf16
+//                  where it applies, else oneDNN's matmul), so its total is the step's
 // The bf16 columns only where the CPU level in use has a bf16 engine (docs/cpu.md); the libraries
 // follow CLOCKTRAIN_CPU_MAX_ISA, so `CLOCKTRAIN_CPU_MAX_ISA=avx2 gemm_bench` measures the AVX2 kernels.
 // Calls are interleaved (one call of each library per round, best of the rounds) so that a noisy,
@@ -40,6 +43,8 @@
 #include <vector>
 
 #include "backend/cpu/amx_gemm.h"
+#include "backend/cpu/dot_gemm.h"
+#include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/cpu_peak.h"
@@ -150,12 +155,13 @@ std::vector<GemmShape> model_shapes(const std::string& model, int64_t tokens) {
 }
 
 // The columns of the table: every f32 library, and the bf16 ones where the CPU level in use has a bf16
-// engine (oneDNN has no bf16 matmul on an AVX2 CPU). The AMX column is "-" where it does not apply.
+// engine (oneDNN has no bf16 matmul on an AVX2 CPU). The own-bf16 column is "-" where it does not apply.
 std::vector<std::string> column_names() {
   std::vector<std::string> names = {"openblas-f32", "blis-f32", "onednn-f32", "onednn-mm-f32", "chosen-f32"};
   if (ct::cpu_level_at_least(ct::CpuLevel::avx512_bf16)) {
     names.push_back("onednn-mm-bf16");
-    names.push_back("amx-bf16");
+    names.push_back("own-bf16");
+    names.push_back("chosen-bf16");
   }
   return names;
 }
@@ -196,11 +202,20 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
                                          {"onednn-mm-f32", [&] { mm_f32.run(); }},
                                          {"chosen-f32", library(chosen)}};
     if (bf16) contenders.push_back({"onednn-mm-bf16", [&] { mm_bf16->run(); }});
-    const bool amx = bf16 && ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
-    if (amx)
-      contenders.push_back({"amx-bf16", [&] {
+    if (bf16 && ct::amx_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k))
+      contenders.push_back({"own-bf16", [&] {
                               ct::amx_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a16.data(), lda,
                                                 b16.data(), ldb, 0.0f, c.data(), false, s.n);
+                            }});
+    else if (bf16 && ct::dot_gemm_handles(s.transpose_a, s.transpose_b, s.m, s.n, s.k))
+      contenders.push_back({"own-bf16", [&] {
+                              ct::dot_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a16.data(), lda,
+                                                b16.data(), ldb, 0.0f, c.data(), false, s.n);
+                            }});
+    if (bf16)
+      contenders.push_back({"chosen-bf16", [&] {
+                              ct::bf16_gemm_row_major(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a16.data(),
+                                                      lda, b16.data(), ldb, 0.0f, c.data(), false, s.n);
                             }});
     for (Contender& contender : contenders) contender.call();  // warm-up
     for (int round = 0; round < repeats; ++round)
@@ -209,9 +224,11 @@ void bench_gemms(const std::vector<GemmShape>& shapes, int repeats, dnnl::engine
     std::printf("%-28s %6ld %6ld %6ld  %c%c |", s.name.c_str(), static_cast<long>(s.m), static_cast<long>(s.n),
                 static_cast<long>(s.k), s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N');
     for (size_t i = 0; i < columns.size(); ++i) {
-      if (i < contenders.size()) {
-        std::printf(" %14.1f", s.flop() / contenders[i].best_seconds / 1e9);
-        totals_seconds[i] += contenders[i].best_seconds;
+      auto contender = std::find_if(contenders.begin(), contenders.end(),
+                                    [&](const Contender& x) { return x.name == columns[i]; });
+      if (contender != contenders.end()) {
+        std::printf(" %14.1f", s.flop() / contender->best_seconds / 1e9);
+        totals_seconds[i] += contender->best_seconds;
       } else {
         std::printf(" %14s", "-");
         everywhere[i] = false;

@@ -1,5 +1,5 @@
-// The bf16 path of the CPU backend against its f64 reference, op by op: bf16 matmuls (oneDNN; the AMX
-// GEMM's cases are in amx_gemm_test.cpp), the mixed-storage elementwise ops, the fused cross-entropy
+// The bf16 path of the CPU backend against its f64 reference, op by op: bf16 matmuls (oneDNN; the
+// cases of clocktrain's own AMX and dot-product GEMMs are in own_bf16_gemm_test.cpp), the mixed-storage elementwise ops, the fused cross-entropy
 // (and its SIMD kernel), and attention on bf16 operands (AMX tiles when the machine grants them,
 // else f32 on copies). Each result is compared with f64 arithmetic on the same bf16-rounded inputs,
 // within what bf16 rounding of the outputs and of the kernels' internal operands allows; and each bf16

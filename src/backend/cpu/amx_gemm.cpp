@@ -34,31 +34,8 @@ constexpr int64_t kBlock = 32;           // rows and columns of C per block: 2 x
 constexpr int64_t kPassBytes = 1 << 20;  // B's panels per pass over C's rows: ~1 MB, in L2
 
 // The calling thread's work array (work_array.h), shared with its team during one call: op(B) in
-// VNNI panels, panel p = columns [16p, 16p + 16) as [K/2 x 16] words.
+// VNNI panels (vnni::pack_panels).
 thread_local std::vector<uint32_t> b_panels_storage;
-
-// Packs op(B) ([K x N]) into panels of 16 columns: panel p holds words (op(B)[2q][16p + j],
-// op(B)[2q + 1][16p + j]) at [q][j]. B stored [K x N] (not transposed): pairs of rows interleaved;
-// stored [N x K] (transposed): the 32-bit transpose of 16 of its rows (element by element when an odd
-// row stride leaves B's pairs unaligned to 32-bit words). Ends in a barrier.
-void pack_b(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t k, uint32_t* panels) {
-  const int64_t panel_words = k / 2 * 16;
-#pragma omp for schedule(static)
-  for (int64_t p = 0; p < n / 16; ++p) {
-    uint32_t* out = panels + p * panel_words;
-    if (transpose_b && ldb % 2 == 0) {
-      vnni::pack_pairs_over_columns(b + p * 16 * ldb, ldb, 16, k, out, 16);
-    } else if (transpose_b) {
-      for (int64_t q = 0; q < k / 2; ++q)
-        for (int64_t j = 0; j < 16; ++j) {
-          const uint16_t* pair = b + (p * 16 + j) * ldb + 2 * q;
-          out[q * 16 + j] = uint32_t{pair[0]} | uint32_t{pair[1]} << 16;
-        }
-    } else {
-      vnni::pack_pairs_over_rows(b + p * 16, ldb, k, 16, out, k);
-    }
-  }
-}
 
 // C's block at (i, j) = alpha * (the four C tiles) + beta * C, written as f32 or bf16 (rounded to
 // nearest even, as oneDNN does).
@@ -95,7 +72,7 @@ void amx_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
 
 #pragma omp parallel if (!omp_in_parallel())
   {
-    pack_b(transpose_b, b, ldb, n, k, panels);
+    vnni::pack_panels(transpose_b, b, ldb, n, k, panels);
     amx::configure_tiles();
     alignas(64) float block[kBlock * kBlock];
     const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();

@@ -9,8 +9,9 @@
 // C[i][n..n+15]; over p < K/2 that is the whole product. Each lane's sum runs over p in order, so the
 // result does not depend on the blocking or on the thread.
 //
-// Register block: 4 rows x 64 columns (16 accumulators), or 8 rows x 32 columns for a last strip of
-// 32 columns; per pair p, 4 (2) loads of B and 4 (8) broadcasts of A feed 16 products.
+// The register block, block<kRows, kVectors>, is also the body of the dot-product GEMM (dot_gemm.h),
+// which keeps B in panels of 16 columns and may read A's pairs from a packed copy: so the block takes
+// strides for both operands, and an epilogue for alpha, beta and a bf16 C.
 #include "backend/cpu/simd_math.h"
 
 #if defined(CLOCKTRAIN_SIMD_AVX512) && defined(__AVX512BF16__)
@@ -24,41 +25,82 @@ namespace ct {
 
 namespace bf16_dot_detail {
 
+// Where block() finds its operands. A: the pair (A[i][2p], A[i][2p+1]) of the block's row r at
+// a + r * a_row + p * a_pair (bf16 elements; the two adjacent). B: 16 columns (vector v) of VNNI row
+// p at b + v * b_vector + p * b_pair (32-bit words). C: row r at c + r * ldc elements (f32 or bf16).
+struct Operands {
+  const uint16_t* a;
+  int64_t a_row, a_pair;
+  const uint32_t* b;
+  int64_t b_vector, b_pair;
+  void* c;
+  bool c_bf16;
+  int64_t ldc;
+};
+
+// C[kRows x 16 kVectors] = alpha (A B over `pairs` pairs of K) + beta C, for the first `rows_out` of
+// its rows (the others are computed and dropped: a packed A's padding). With every lane of `a`
+// holding A's pair for row r and `b` a VNNI row of B, one vdpbf16ps adds that pair's two terms to 16
+// elements of C's row r. An f32 C taking the plain sum (alpha 1, beta 1) starts the accumulators,
+// as AMX tiles do (amx_gemm.cpp); any other C is combined after the sum, rounded once to bf16.
 template <int kRows, int kVectors>
-inline void block(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb, int64_t k,
-                  bool accumulate) {
+inline void block(const Operands& o, int64_t pairs, float alpha, float beta, int rows_out = kRows) {
+  const bool c_is_start = !o.c_bf16 && alpha == 1.0f && beta == 1.0f;
   __m512 acc[kRows][kVectors];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v)
-      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
-  for (int64_t p = 0; p < k / 2; ++p) {
+      acc[r][v] = c_is_start && r < rows_out ? _mm512_loadu_ps(static_cast<float*>(o.c) + r * o.ldc + 16 * v)
+                                             : _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
     __m512i b[kVectors];
-    for (int v = 0; v < kVectors; ++v) b[v] = _mm512_loadu_si512(bv + p * ldb + 16 * v);
+    for (int v = 0; v < kVectors; ++v) b[v] = _mm512_loadu_si512(o.b + v * o.b_vector + p * o.b_pair);
     for (int r = 0; r < kRows; ++r) {
       uint32_t pair;
-      std::memcpy(&pair, a + r * lda + 2 * p, 4);
+      std::memcpy(&pair, o.a + r * o.a_row + p * o.a_pair, 4);
       const __m512bh a_pair = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], a_pair, (__m512bh)b[v]);
     }
   }
-  for (int r = 0; r < kRows; ++r)
-    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+  const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
+  for (int r = 0; r < rows_out; ++r)
+    for (int v = 0; v < kVectors; ++v) {
+      const int64_t at = r * o.ldc + 16 * v;
+      if (c_is_start) {
+        _mm512_storeu_ps(static_cast<float*>(o.c) + at, acc[r][v]);
+        continue;
+      }
+      __m512 out = alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(scale, acc[r][v]);
+      if (o.c_bf16) {
+        uint16_t* to = static_cast<uint16_t*>(o.c) + at;
+        if (beta != 0.0f) out = _mm512_fmadd_ps(keep, simd::load_bf16(to), out);
+        simd::store_bf16(to, out);
+      } else {
+        float* to = static_cast<float*>(o.c) + at;
+        if (beta != 0.0f) out = _mm512_fmadd_ps(keep, _mm512_loadu_ps(to), out);
+        _mm512_storeu_ps(to, out);
+      }
+    }
 }
 
 }  // namespace bf16_dot_detail
 
 // C[M x N] (f32, row stride ldc) = (accumulate ? C : 0) + A[M x K] B: A bf16 row-major (row stride lda
 // elements), B in VNNI layout (bv[K/2][N] 32-bit words, row stride ldb words). M, N and K multiples of
-// 32 (the tile product's contract; 8 would do here).
+// 32 (the tile product's contract; 8 would do here). Register blocks of 4 rows x 64 columns (16
+// accumulators), or 8 rows x 32 columns for a last strip of 32 columns: per pair of K, 4 (2) loads of
+// B and 4 (8) broadcasts of A feed 16 products.
 inline void bf16_dot_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint32_t* bv, int64_t ldb,
                           int64_t m, int64_t n, int64_t k, bool accumulate) {
+  using bf16_dot_detail::block;
+  auto operands = [&](int64_t i, int64_t j) {
+    return bf16_dot_detail::Operands{a + i * lda, lda, 2, bv + j, 16, ldb, c + i * ldc + j, false, ldc};
+  };
+  const float beta = accumulate ? 1.0f : 0.0f;
   int64_t j = 0;
   for (; j + 64 <= n; j += 64)
-    for (int64_t i = 0; i < m; i += 4)
-      bf16_dot_detail::block<4, 4>(c + i * ldc + j, ldc, a + i * lda, lda, bv + j, ldb, k, accumulate);
+    for (int64_t i = 0; i < m; i += 4) block<4, 4>(operands(i, j), k / 2, 1.0f, beta);
   if (j < n)  // the last 32 columns
-    for (int64_t i = 0; i < m; i += 8)
-      bf16_dot_detail::block<8, 2>(c + i * ldc + j, ldc, a + i * lda, lda, bv + j, ldb, k, accumulate);
+    for (int64_t i = 0; i < m; i += 8) block<8, 2>(operands(i, j), k / 2, 1.0f, beta);
 }
 
 }  // namespace ct

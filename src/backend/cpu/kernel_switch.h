@@ -1,6 +1,6 @@
 #pragma once
 // The CPU kernels' off switches: an environment variable set to "0" sends work to the other path
-// (CLOCKTRAIN_CPU_AMX, CLOCKTRAIN_CPU_AMX_GEMM, CLOCKTRAIN_CPU_BF16_ATTENTION,
+// (CLOCKTRAIN_CPU_AMX, CLOCKTRAIN_CPU_AMX_GEMM, CLOCKTRAIN_CPU_DOT_GEMM, CLOCKTRAIN_CPU_BF16_ATTENTION,
 // CLOCKTRAIN_CPU_F32_ATTENTION, CLOCKTRAIN_CPU_FAST_CROSS_ENTROPY; docs/train.md), for comparisons.
 // Callers read it once and keep the answer for the process (CLOCKTRAIN_CPU_F32_ATTENTION: for the
 // backend made then).

@@ -10,7 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/amx_gemm.h"
+#include "backend/cpu/dot_gemm.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
@@ -142,6 +144,11 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
   }
   if (amx_gemm_handles(transpose_a, transpose_b, m, n, k)) {
     amx_gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_bf16, ldc);
+    return;
+  }
+  // Where AMX is usable, oneDNN's AMX kernels outrun dot products on the products the AMX GEMM declines.
+  if (!amx_usable() && dot_gemm_handles(transpose_a, transpose_b, m, n, k)) {
+    dot_gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_bf16, ldc);
     return;
   }
   if (alpha == 1.0f) {

@@ -1,9 +1,10 @@
 #pragma once
-// bf16 matrix products: bf16 A and B, f32 accumulation, an f32 or bf16 C. The products that
-// clocktrain's own AMX GEMM takes (amx_gemm.h: A not transposed, K <= 1024, dimensions multiples of
-// 32: a model's forward and most input-gradient products) run there; the rest through oneDNN's
-// matmul primitive, which on this project's machines runs on AMX tiles (brg:avx512_core_amx_bf16)
-// when the process may use AMX (amx.h), else on AVX512_BF16 dot products (brg:avx512_core_bf16).
+// bf16 matrix products: bf16 A and B, f32 accumulation, an f32 or bf16 C. A model's forward and
+// most input-gradient products (A not transposed, dimensions multiples of 32) run on clocktrain's own
+// GEMMs: where the process may use AMX (amx.h), the AMX GEMM's (amx_gemm.h, K <= 1024), else the
+// AVX512-BF16 dot-product GEMM's (dot_gemm.h, K <= 4096). The rest go through oneDNN's matmul
+// primitive, which on this project's machines runs on AMX tiles (brg:avx512_core_amx_bf16) when the
+// process may use AMX, else on AVX512_BF16 dot products (brg:avx512_core_bf16).
 //
 //   C[M,N] = alpha op(A) op(B) + beta C          (row-major, op(X) = X^T when the flag is set)
 //
@@ -15,7 +16,7 @@
 //
 // Thread use: the primitive runs on OpenMP's threads (Debian's libdnnl uses the OpenMP runtime), the
 // same pool as every other kernel; called from inside a parallel region it runs on the calling thread.
-// For a fixed thread count a primitive computes the same bits on every call (the AMX GEMM: for any
+// For a fixed thread count a primitive computes the same bits on every call (clocktrain's GEMMs: for any
 // thread count).
 #include <cstdint>
 #include <string>

@@ -60,6 +60,31 @@ inline void transpose_bf16(const uint16_t* x, int64_t x_stride, int64_t rows, in
   }
 }
 
+// The B operand of a GEMM whose blocks take 16 columns at a time (amx_gemm.cpp, dot_gemm.cpp): packs
+// op(B) ([K x N], N a multiple of 16, K even) into panels of 16 columns: panel p holds words
+// (op(B)[2q][16p + j], op(B)[2q + 1][16p + j]) at [q][j]. B stored [K x N] (not transposed): pairs of
+// rows interleaved; stored [N x K] (transposed): the 32-bit transpose of 16 of its rows (element by
+// element when an odd row stride leaves B's pairs unaligned to 32-bit words). Called inside an
+// OpenMP parallel region, the team shares the panels; ends in the work-sharing loop's barrier.
+inline void pack_panels(bool transpose_b, const uint16_t* b, int64_t ldb, int64_t n, int64_t k, uint32_t* panels) {
+  const int64_t panel_words = k / 2 * 16;
+#pragma omp for schedule(static)
+  for (int64_t p = 0; p < n / 16; ++p) {
+    uint32_t* out = panels + p * panel_words;
+    if (transpose_b && ldb % 2 == 0) {
+      pack_pairs_over_columns(b + p * 16 * ldb, ldb, 16, k, out, 16);
+    } else if (transpose_b) {
+      for (int64_t q = 0; q < k / 2; ++q)
+        for (int64_t j = 0; j < 16; ++j) {
+          const uint16_t* pair = b + (p * 16 + j) * ldb + 2 * q;
+          out[q * 16 + j] = uint32_t{pair[0]} | uint32_t{pair[1]} << 16;
+        }
+    } else {
+      pack_pairs_over_rows(b + p * 16, ldb, k, 16, out, k);
+    }
+  }
+}
+
 }  // namespace ct::vnni
 
 #endif

@@ -1,8 +1,10 @@
-// The AMX GEMM (src/backend/cpu/amx_gemm.h) against f64 arithmetic on the same bf16 inputs: both
-// transpose cases it takes, f32 and bf16 C, alpha and beta, K from 32 to its largest, row counts that
-// split unevenly over threads, N over several passes of B's panels, and leading dimensions wider than
-// the matrices. Then: the same bits for any thread count and from inside a parallel region, and which
-// products it declines. Skipped where the process cannot use AMX.
+// clocktrain's own bf16 GEMMs, the AMX one (src/backend/cpu/amx_gemm.h) and the AVX512-BF16 dot-product
+// one (dot_gemm.h), each against f64 arithmetic on the same bf16 inputs: both transpose cases they
+// take, f32 and bf16 C, alpha and beta, K from 32 to the largest, row counts that split unevenly over
+// threads, N over several passes of B's panels (AMX) and with a last 32 columns (dot), and leading
+// dimensions wider than the matrices. Then: the same bits for any thread count and from inside a
+// parallel region, and which products each declines. Each engine's tests are skipped, saying why,
+// where the process cannot run it.
 #include <omp.h>
 
 #include <cmath>
@@ -12,10 +14,37 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_gemm.h"
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/cpu_level.h"
+#include "backend/cpu/dot_gemm.h"
 #include "backend_test_support.h"
 
 namespace ct::test {
 namespace {
+
+// One engine: its name, whether it takes a product, the product, its largest K and why it cannot run.
+struct Engine {
+  const char* name;
+  bool (*handles)(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
+  void (*gemm)(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+               int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c, bool c_bf16, int64_t ldc);
+  int64_t max_k;
+  std::string (*why_not)();
+};
+
+const Engine kEngines[] = {
+    {"amx", amx_gemm_handles, amx_gemm_bf16, kAmxGemmMaxK, [] { return "AMX GEMM not usable: " + amx_status(); }},
+    {"dot", dot_gemm_handles, dot_gemm_bf16, kDotGemmMaxK,
+     [] { return "dot-product GEMM not usable at CPU level " + cpu_level_description() + " (or not built)"; }},
+};
+
+void PrintTo(const Engine& engine, std::ostream* out) { *out << engine.name; }  // gtest's name for a parameter
+
+class OwnBf16Gemm : public ::testing::TestWithParam<Engine> {
+ protected:
+  void SetUp() override {
+    if (!GetParam().handles(false, false, 32, 32, 32)) GTEST_SKIP() << GetParam().why_not();
+  }
+};
 
 struct Operands {
   int64_t m, n, k, lda, ldb, ldc;
@@ -48,7 +77,7 @@ double element_b(const Operands& o, int64_t p, int64_t j) {
 
 // Runs the kernel on C = c_start (f32 or bf16 as given) and returns the worst |error| over
 // (|alpha| sum |a b| + |beta c|) against f64.
-double worst_relative_error(const Operands& o, float alpha, float beta, bool c_bf16) {
+double worst_relative_error(const Engine& engine, const Operands& o, float alpha, float beta, bool c_bf16) {
   std::mt19937 gen(99);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::vector<float> c32(static_cast<size_t>(o.m * o.ldc));
@@ -58,8 +87,8 @@ double worst_relative_error(const Operands& o, float alpha, float beta, bool c_b
     c32[i] = bf16_to_float(c16[i]);
   }
   const std::vector<float> start = c32;
-  amx_gemm_bf16(o.ta, o.tb, o.m, o.n, o.k, alpha, o.a.data(), o.lda, o.b.data(), o.ldb, beta,
-                c_bf16 ? static_cast<void*>(c16.data()) : c32.data(), c_bf16, o.ldc);
+  engine.gemm(o.ta, o.tb, o.m, o.n, o.k, alpha, o.a.data(), o.lda, o.b.data(), o.ldb, beta,
+              c_bf16 ? static_cast<void*>(c16.data()) : c32.data(), c_bf16, o.ldc);
   double worst = 0;
   for (int64_t i = 0; i < o.m; ++i)
     for (int64_t j = 0; j < o.n; ++j) {
@@ -83,15 +112,17 @@ double worst_relative_error(const Operands& o, float alpha, float beta, bool c_b
   return worst;
 }
 
-TEST(AmxGemm, EveryCaseMatchesF64OnTheSameBf16Inputs) {
-  if (!amx_gemm_handles(false, false, 32, 32, 32)) GTEST_SKIP() << "AMX GEMM not usable: " << amx_status();
+TEST_P(OwnBf16Gemm, EveryCaseMatchesF64OnTheSameBf16Inputs) {
+  const Engine& engine = GetParam();
   struct Case {
     bool ta, tb;
     int64_t m, n, k, pad;  // pad: extra elements per stored row (33: odd row strides)
   };
   // m = 160: 5 blocks of 32 rows (uneven over 2 threads); n = 1088 with k = 1024: passes of 512
-  // columns of B (~1 MB each), the last one short
+  // columns of B for AMX (~1 MB each), the last one short; n = 96 and 32: the dot GEMM's last 32
+  // columns (8 x 32 blocks); the engine's largest K
   const Case cases[] = {{false, false, 160, 96, 1024, 32},
+                        {false, true, 64, 32, engine.max_k, 0},
                         {false, true, 64, 1088, 1024, 32},
                         {false, true, 64, 64, 32, 33},
                         {false, false, 96, 32, 288, 33}};
@@ -99,25 +130,25 @@ TEST(AmxGemm, EveryCaseMatchesF64OnTheSameBf16Inputs) {
     const Operands o = make_operands(cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.pad, 7);
     const std::string what = std::string(cs.ta ? "T" : "N") + (cs.tb ? "T" : "N") + " k=" + std::to_string(cs.k);
     // f32 sums: errors of ~k f32 roundings of partial sums, far below bf16's 2^-9
-    EXPECT_LT(worst_relative_error(o, 1.0f, 0.0f, false), 1e-5) << what << " plain";
-    EXPECT_LT(worst_relative_error(o, 1.0f, 1.0f, false), 1e-5) << what << " accumulate";
-    EXPECT_LT(worst_relative_error(o, 0.75f, 1.0f, false), 1e-5) << what << " scaled, accumulate";
-    EXPECT_LT(worst_relative_error(o, -0.5f, 0.5f, false), 1e-5) << what << " scaled both";
+    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 0.0f, false), 1e-5) << what << " plain";
+    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 1.0f, false), 1e-5) << what << " accumulate";
+    EXPECT_LT(worst_relative_error(engine, o, 0.75f, 1.0f, false), 1e-5) << what << " scaled, accumulate";
+    EXPECT_LT(worst_relative_error(engine, o, -0.5f, 0.5f, false), 1e-5) << what << " scaled both";
     // a bf16 C: one rounding of the f32 result (8 significant bits: at most 2^-8 relative)
-    EXPECT_LT(worst_relative_error(o, 1.0f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16";
-    EXPECT_LT(worst_relative_error(o, 0.5f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 scaled";
+    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16";
+    EXPECT_LT(worst_relative_error(engine, o, 0.5f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 scaled";
+    EXPECT_LT(worst_relative_error(engine, o, 0.5f, 1.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 accumulate";
   }
 }
 
-TEST(AmxGemm, SameBitsForAnyThreadCountAndInsideAParallelRegion) {
-  if (!amx_gemm_handles(false, false, 32, 32, 32)) GTEST_SKIP() << "AMX GEMM not usable: " << amx_status();
+TEST_P(OwnBf16Gemm, SameBitsForAnyThreadCountAndInsideAParallelRegion) {
+  const Engine& engine = GetParam();
   for (bool tb : {false, true}) {
     const Operands o = make_operands(192, 64, 800, false, tb, 0, 11);
     auto run = [&](int threads, bool inside_region) {
       std::vector<float> c(static_cast<size_t>(o.m * o.n), 0.0f);
       auto call = [&] {
-        amx_gemm_bf16(o.ta, o.tb, o.m, o.n, o.k, 0.25f, o.a.data(), o.lda, o.b.data(), o.ldb, 0.0f, c.data(), false,
-                      o.n);
+        engine.gemm(o.ta, o.tb, o.m, o.n, o.k, 0.25f, o.a.data(), o.lda, o.b.data(), o.ldb, 0.0f, c.data(), false, o.n);
       };
       const int saved = omp_get_max_threads();
       omp_set_num_threads(threads);
@@ -139,19 +170,22 @@ TEST(AmxGemm, SameBitsForAnyThreadCountAndInsideAParallelRegion) {
   }
 }
 
-TEST(AmxGemm, DeclinesWhatItCannotRun) {
-  if (!amx_gemm_handles(false, false, 32, 32, 32)) GTEST_SKIP() << "AMX GEMM not usable: " << amx_status();
-  EXPECT_TRUE(amx_gemm_handles(false, true, 4096, 8192, 256));
-  EXPECT_TRUE(amx_gemm_handles(false, false, 4096, 256, kAmxGemmMaxK));
-  EXPECT_FALSE(amx_gemm_handles(true, false, 256, 256, 256));                // A transposed
-  EXPECT_FALSE(amx_gemm_handles(false, true, 256, 256, kAmxGemmMaxK + 32));  // a longer K
-  EXPECT_FALSE(amx_gemm_handles(false, false, 48, 32, 32));                  // not multiples of 32
-  EXPECT_FALSE(amx_gemm_handles(false, false, 32, 40, 32));
-  EXPECT_FALSE(amx_gemm_handles(false, false, 32, 32, 16));
-  EXPECT_FALSE(amx_gemm_handles(false, false, 0, 32, 32));
-  EXPECT_THROW(amx_gemm_bf16(false, false, 48, 32, 32, 1.0f, nullptr, 32, nullptr, 32, 0.0f, nullptr, false, 32),
+TEST_P(OwnBf16Gemm, DeclinesWhatItCannotRun) {
+  const Engine& engine = GetParam();
+  EXPECT_TRUE(engine.handles(false, true, 4096, 8192, 256));
+  EXPECT_TRUE(engine.handles(false, false, 4096, 256, engine.max_k));
+  EXPECT_FALSE(engine.handles(true, false, 256, 256, 256));                // A transposed
+  EXPECT_FALSE(engine.handles(false, true, 256, 256, engine.max_k + 32));  // a longer K
+  EXPECT_FALSE(engine.handles(false, false, 48, 32, 32));                  // not multiples of 32
+  EXPECT_FALSE(engine.handles(false, false, 32, 40, 32));
+  EXPECT_FALSE(engine.handles(false, false, 32, 32, 16));
+  EXPECT_FALSE(engine.handles(false, false, 0, 32, 32));
+  EXPECT_THROW(engine.gemm(false, false, 48, 32, 32, 1.0f, nullptr, 32, nullptr, 32, 0.0f, nullptr, false, 32),
                std::exception);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, OwnBf16Gemm, ::testing::ValuesIn(kEngines),
+                         [](const ::testing::TestParamInfo<Engine>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace ct::test
