@@ -10,8 +10,8 @@
 // result does not depend on the blocking or on the thread.
 //
 // The register block, block<kRows, kVectors>, is also the body of the dot-product GEMM (dot_gemm.h),
-// which keeps B in panels of 16 columns and may read A's pairs from a packed copy: so the block takes
-// strides for both operands, and an epilogue for alpha, beta and a bf16 C.
+// which keeps B in panels of 16 columns: so the block takes B's strides, and an epilogue for alpha,
+// beta and a bf16 C.
 #include "backend/cpu/simd_math.h"
 
 #if defined(CLOCKTRAIN_SIMD_AVX512) && defined(__AVX512BF16__)
@@ -25,12 +25,12 @@ namespace ct {
 
 namespace bf16_dot_detail {
 
-// Where block() finds its operands. A: the pair (A[i][2p], A[i][2p+1]) of the block's row r at
-// a + r * a_row + p * a_pair (bf16 elements; the two adjacent). B: 16 columns (vector v) of VNNI row
-// p at b + v * b_vector + p * b_pair (32-bit words). C: row r at c + r * ldc elements (f32 or bf16).
+// Where block() finds its operands. A: row-major, row r at a + r * lda (bf16 elements). B: 16 columns
+// (vector v) of VNNI row p at b + v * b_vector + p * b_pair (32-bit words). C: row r at c + r * ldc
+// elements (f32 or bf16).
 struct Operands {
   const uint16_t* a;
-  int64_t a_row, a_pair;
+  int64_t lda;
   const uint32_t* b;
   int64_t b_vector, b_pair;
   void* c;
@@ -38,31 +38,29 @@ struct Operands {
   int64_t ldc;
 };
 
-// C[kRows x 16 kVectors] = alpha (A B over `pairs` pairs of K) + beta C, for the first `rows_out` of
-// its rows (the others are computed and dropped: a packed A's padding). With every lane of `a`
-// holding A's pair for row r and `b` a VNNI row of B, one vdpbf16ps adds that pair's two terms to 16
-// elements of C's row r. An f32 C taking the plain sum (alpha 1, beta 1) starts the accumulators,
+// C[kRows x 16 kVectors] = alpha (A B over `pairs` pairs of K) + beta C. With every lane of `a`
+// holding A's pair (A[r][2p], A[r][2p+1]) and `b` VNNI row p of B, one vdpbf16ps adds that pair's two
+// terms to 16 elements of C's row r. An f32 C taking the plain sum (alpha 1, beta 1) starts the accumulators,
 // as AMX tiles do (amx_gemm.cpp); any other C is combined after the sum, rounded once to bf16.
 template <int kRows, int kVectors>
-inline void block(const Operands& o, int64_t pairs, float alpha, float beta, int rows_out = kRows) {
+inline void block(const Operands& o, int64_t pairs, float alpha, float beta) {
   const bool c_is_start = !o.c_bf16 && alpha == 1.0f && beta == 1.0f;
   __m512 acc[kRows][kVectors];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v)
-      acc[r][v] = c_is_start && r < rows_out ? _mm512_loadu_ps(static_cast<float*>(o.c) + r * o.ldc + 16 * v)
-                                             : _mm512_setzero_ps();
+      acc[r][v] = c_is_start ? _mm512_loadu_ps(static_cast<float*>(o.c) + r * o.ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t p = 0; p < pairs; ++p) {
     __m512i b[kVectors];
     for (int v = 0; v < kVectors; ++v) b[v] = _mm512_loadu_si512(o.b + v * o.b_vector + p * o.b_pair);
     for (int r = 0; r < kRows; ++r) {
       uint32_t pair;
-      std::memcpy(&pair, o.a + r * o.a_row + p * o.a_pair, 4);
+      std::memcpy(&pair, o.a + r * o.lda + 2 * p, 4);
       const __m512bh a_pair = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], a_pair, (__m512bh)b[v]);
     }
   }
   const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
-  for (int r = 0; r < rows_out; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) {
       const int64_t at = r * o.ldc + 16 * v;
       if (c_is_start) {
@@ -93,7 +91,7 @@ inline void bf16_dot_gemm(float* c, int64_t ldc, const uint16_t* a, int64_t lda,
                           int64_t m, int64_t n, int64_t k, bool accumulate) {
   using bf16_dot_detail::block;
   auto operands = [&](int64_t i, int64_t j) {
-    return bf16_dot_detail::Operands{a + i * lda, lda, 2, bv + j, 16, ldb, c + i * ldc + j, false, ldc};
+    return bf16_dot_detail::Operands{a + i * lda, lda, bv + j, 16, ldb, c + i * ldc + j, false, ldc};
   };
   const float beta = accumulate ? 1.0f : 0.0f;
   int64_t j = 0;

@@ -52,9 +52,9 @@ void dot_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
     const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
     const int64_t blocks = m / kRowBlock;  // each thread owns a range of C's 32-row blocks
     const int64_t i_begin = blocks * thread / threads * kRowBlock, i_end = blocks * (thread + 1) / threads * kRowBlock;
-    // Rows i.. of A (pairs along its rows), B's panels from column j, C's block at (i, j).
+    // A's rows from i, B's panels from column j, C's block at (i, j).
     auto at = [&](int64_t i, int64_t j) {
-      return bf16_dot_detail::Operands{a + i * lda, lda, 2, panels + (j / 16) * panel_words, panel_words, 16,
+      return bf16_dot_detail::Operands{a + i * lda, lda, panels + (j / 16) * panel_words, panel_words, 16,
                                        static_cast<char*>(c) + (i * ldc + j) * c_bytes, c_bf16, ldc};
     };
     // Loop order: blocks of 64 columns (B's 4 panels, 128 bytes per pair of K: 32-512 KB, in L1-L2
