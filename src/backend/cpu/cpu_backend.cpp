@@ -9,8 +9,6 @@
 #include <string>
 
 #include "backend/cpu/amx.h"
-#include "backend/cpu/amx_gemm.h"
-#include "backend/cpu/dot_gemm.h"
 #include "backend/cpu/cpu_attention_bf16.h"
 #include "backend/cpu/cpu_attention_f32.h"
 #include "backend/cpu/convert.h"
@@ -89,13 +87,7 @@ std::string CpuBackend::device_description() const {
           ", OpenBLAS core ", openblas_core_description());
   // (the attention engine named is the one for head dims that are multiples of 32: every recipe's)
   if (matmul_bf16_)
-    description += str(amx_gemm_handles(false, false, 32, 32, 32)
-                           ? str("; bf16 matmuls: clocktrain's AMX GEMM (K <= ", kAmxGemmMaxK, ") and oneDNN (the rest), ")
-                       : !amx_usable() && dot_gemm_handles(false, false, 32, 32, 32)
-                           ? str("; bf16 matmuls: clocktrain's AVX512-BF16 GEMM (K <= ", kDotGemmMaxK,
-                                 ") and oneDNN (the rest), ")
-                           : std::string("; bf16 matmuls: oneDNN, "),
-                       amx_status(), "; bf16 attention: ",
+    description += str("; bf16 matmuls: ", bf16_gemm_description(), ", ", amx_status(), "; bf16 attention: ",
                        bf16_attention_supported(128) ? bf16_attention_engine() : "f32 kernels on copies");
   const char* f32_attention = !f32_attention_tiles_ ? "tiles through the f32 GEMM"
                               : f32_tiles_on_avx512() ? "register blocks (AVX-512)"

@@ -9,9 +9,9 @@
 // input-gradient products at 72-82% of a Zen 5's bf16 peak, where one core's register block below
 // runs at ~95% (gemm_bench compares the two, docs/performance.md). B is packed once per call into
 // VNNI panels of 16 columns (vnni::pack_panels), each thread owns whole 32-row blocks of C, and a
-// block of 4 rows x 64 columns of C stays in 16 zmm accumulators over all of K: per pair of K, 4
-// loads of B and 4 broadcasts of A's pairs feed 16 vdpbf16ps. A's 4 rows (at most 8 KB) stay in L1
-// while a ~512 KB pass of B's panels, in L2, goes by.
+// block of 6 rows x 64 columns of C stays in 24 zmm accumulators over all of K (bf16_dot_gemm.h's
+// register block): per pair of K, 4 loads of B and 6 broadcasts of A's pairs feed 24 vdpbf16ps.
+// B's 64 columns (at most 512 KB) stay in L1-L2 while the thread's rows of A go by.
 //
 // Summation order: each C element sums its K/2 pair products in order, on one thread: the same bits
 // on every call and for any thread count.

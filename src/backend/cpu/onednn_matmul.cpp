@@ -123,7 +123,21 @@ void run_primitive(const MatmulEntry& entry, const uint16_t* a, const uint16_t* 
   stream.wait();
 }
 
+// The dot-product GEMM takes a product only where AMX is not usable: there oneDNN's AMX kernels
+// outrun dot products on the products the AMX GEMM declines.
+bool dot_gemm_takes(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
+  return !amx_usable() && dot_gemm_handles(transpose_a, transpose_b, m, n, k);
+}
+
 }  // namespace
+
+std::string bf16_gemm_description() {
+  if (amx_gemm_handles(false, false, 32, 32, 32))
+    return str("clocktrain's AMX GEMM (K <= ", kAmxGemmMaxK, ") and oneDNN (the rest)");
+  if (dot_gemm_takes(false, false, 32, 32, 32))
+    return str("clocktrain's AVX512-BF16 GEMM (K <= ", kDotGemmMaxK, ") and oneDNN (the rest)");
+  return "oneDNN";
+}
 
 void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
@@ -146,8 +160,7 @@ void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t 
     amx_gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_bf16, ldc);
     return;
   }
-  // Where AMX is usable, oneDNN's AMX kernels outrun dot products on the products the AMX GEMM declines.
-  if (!amx_usable() && dot_gemm_handles(transpose_a, transpose_b, m, n, k)) {
+  if (dot_gemm_takes(transpose_a, transpose_b, m, n, k)) {
     dot_gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_bf16, ldc);
     return;
   }

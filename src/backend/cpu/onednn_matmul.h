@@ -23,6 +23,10 @@
 
 namespace ct {
 
+// Which code runs the bf16 products, for the backend's description: "clocktrain's AMX GEMM (K <= 1024)
+// and oneDNN (the rest)", the same for the AVX512-BF16 GEMM, or "oneDNN".
+std::string bf16_gemm_description();
+
 // c_bf16: C holds bf16 (rounded to nearest even once, after the f32 accumulation), else f32.
 void bf16_gemm_row_major(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                          const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, void* c,
