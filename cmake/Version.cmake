@@ -2,7 +2,13 @@
 # and ledger run. The header is rewritten at every build, not only at configure time, so that a rebuild
 # after a new commit (or with uncommitted edits: "-dirty") says so.
 string(TOUPPER "${CMAKE_BUILD_TYPE}" _bt)
-set(CLOCKTRAIN_BUILD_FLAGS "${CMAKE_CXX_COMPILER_ID}-${CMAKE_CXX_COMPILER_VERSION} ${CMAKE_BUILD_TYPE} ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_bt}} sanitize=${CLOCKTRAIN_SANITIZE}")
+# -march=native (CLOCKTRAIN_NATIVE, cmake/Dependencies.cmake) is an added compile option, not part of
+# CMAKE_CXX_FLAGS: named here so that the flags say which CPU the binary was built for.
+set(_native_flag "")
+if(CLOCKTRAIN_NATIVE)
+  set(_native_flag " -march=native")
+endif()
+set(CLOCKTRAIN_BUILD_FLAGS "${CMAKE_CXX_COMPILER_ID}-${CMAKE_CXX_COMPILER_VERSION} ${CMAKE_BUILD_TYPE} ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_bt}}${_native_flag} sanitize=${CLOCKTRAIN_SANITIZE}")
 set(CLOCKTRAIN_VERSION_HEADER ${PROJECT_BINARY_DIR}/generated/clocktrain_version.h)
 
 set(SOURCE_DIR ${PROJECT_SOURCE_DIR})

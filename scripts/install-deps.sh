@@ -17,7 +17,8 @@
 # Tests: the system python3 with torch, regex, yaml, jinja2, numpy and scipy as independent
 # references; sentencepiece for the tokenizer bench; clang with its runtimes (libFuzzer, ASan, UBSan)
 # and OpenMP for fuzzing and the sanitizer build; zstd for test fixtures; python3-venv for the
-# project's own venv with a pinned pyarrow (scripts/install-pyarrow.sh: Parquet support and its tests).
+# project's own venv with a pinned pyarrow (scripts/install-pyarrow.sh: Parquet support and its tests);
+# qemu-user, whose x86-64 emulator poses as a CPU without AVX-512 (scripts/emulated-cpu-test.sh).
 set -euo pipefail
 set_name=${1:-all}
 build_packages=(
@@ -30,7 +31,7 @@ build_packages=(
 test_packages=(
   clang libclang-rt-14-dev libomp-dev
   python3 python3-venv python3-torch python3-regex python3-yaml python3-jinja2 python3-numpy python3-scipy
-  sentencepiece zstd
+  sentencepiece zstd qemu-user
 )
 case "$set_name" in
   build) packages=("${build_packages[@]}") ;;

@@ -14,14 +14,18 @@
 #                ASAN_PRESET=asan uses GCC's sanitizers instead (preset asan, a separate build).
 #   3. fuzz      run each libFuzzer target for a short fixed time (scripts/fuzz.sh ci;
 #                FUZZ_CI_SECONDS, default 20)
-# Usage: scripts/test.sh [STAGE...]   (default: release asan fuzz). Dependencies come from
+#   4. zen3      build for AMD Zen 3 (preset zen3: -march=znver3, no AVX-512) and run the kernel,
+#                model, optimizer, evaluator tests and one training run under QEMU posing as an
+#                EPYC-Milan, whose CPUID has no AVX-512 (scripts/emulated-cpu-test.sh, docs/cpu.md):
+#                the AVX2-only CPU that no development or CI machine is
+# Usage: scripts/test.sh [STAGE...]   (default: release asan fuzz zen3). Dependencies come from
 # scripts/install-deps.sh. Prints the wall and CPU seconds of every stage; exits non-zero at the
 # first stage that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz)
+[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz zen3)
 jobs=${JOBS:-2}
 
 # (Each stage chains its commands with &&: `set -e` does not apply inside `stage || rc=$?`.)
@@ -49,11 +53,15 @@ run_fuzz() {
   JOBS=$jobs ./scripts/fuzz.sh ci
 }
 
+run_zen3() {
+  cmake --preset zen3 && cmake --build --preset zen3 -j"$jobs" && ./scripts/emulated-cpu-test.sh build/zen3
+}
+
 summary=()
 for stage in "${stages[@]}"; do
   case "$stage" in
-    release | asan | fuzz) ;;
-    *) echo "test.sh: unknown stage '$stage' (release, asan, fuzz)" >&2; exit 2 ;;
+    release | asan | fuzz | zen3) ;;
+    *) echo "test.sh: unknown stage '$stage' (release, asan, fuzz, zen3)" >&2; exit 2 ;;
   esac
   echo "==== stage $stage"
   cpu_before=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)

@@ -125,5 +125,27 @@ TEST(CpuLevelRun, TheStartLineSaysWhoChoseOpenBlasKernels) {
   }
 }
 
+// `clocktrain version` names the CPU, the level in use and the features (docs/cpu.md): the line the
+// emulated-CPU check (scripts/emulated-cpu-test.sh) reads to know that clocktrain sees an AVX2-only CPU.
+TEST(CpuLevelRun, VersionNamesTheLevelInUse) {
+  const std::string version = " " + clocktrain_bin() + " version";
+  auto own = run_command("env -u CLOCKTRAIN_CPU_MAX_ISA" + version);
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  const std::string own_level = cpu_level_name(cpu_info().level);
+  EXPECT_NE(own.output.find("\ncpu: " + cpu_info().model_name), std::string::npos) << own.output;
+  EXPECT_NE(own.output.find(", level " + own_level + "; " + cpu_info().flag_summary() + "\n"), std::string::npos)
+      << own.output;
+  auto lowered = run_command("env " + std::string(kAvx2) + version);
+  ASSERT_EQ(lowered.exit_code, 0) << lowered.output;
+  EXPECT_NE(lowered.output.find(cpu_info().level > CpuLevel::avx2
+                                    ? ", level avx2 (CLOCKTRAIN_CPU_MAX_ISA; the CPU is " + own_level + "); "
+                                    : ", level avx2; "),
+            std::string::npos)
+      << lowered.output;
+  auto bad = run_command("env CLOCKTRAIN_CPU_MAX_ISA=avx3" + version);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("CLOCKTRAIN_CPU_MAX_ISA: unknown CPU level 'avx3'"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace ct::test
