@@ -22,7 +22,8 @@ done
 # The image of one development machine sets OPENBLAS_CORETYPE for every program: left set, OpenBLAS
 # would not choose from CPUID. CLOCKTRAIN_CPU_MAX_ISA would lower the level by hand: the point is not to.
 unset OPENBLAS_CORETYPE BLIS_ARCH_TYPE CLOCKTRAIN_CPU_MAX_ISA
-export CLOCKTRAIN_DATA=${CLOCKTRAIN_DATA:-$(realpath ../shared/data 2> /dev/null || echo ../shared/data)}
+# As ctest runs them (tests/CMakeLists.txt; the data folder, python and binary default as there).
+export OMP_NUM_THREADS=2
 emulate() { qemu-x86_64 -cpu "$cpu" "$@" 2> >(grep -v "TCG doesn't support requested feature" >&2); }
 
 # The emulated CPU is an AVX2-only one, and clocktrain sees it so.

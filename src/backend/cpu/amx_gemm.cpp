@@ -8,6 +8,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/kernel_switch.h"
+#include "backend/cpu/thread_rows.h"
 #include "backend/cpu/vnni_pack.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
@@ -75,16 +76,14 @@ void amx_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
     vnni::pack_panels(transpose_b, b, ldb, n, k, panels);
     amx::configure_tiles();
     alignas(64) float block[kBlock * kBlock];
-    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const int64_t blocks = m / kBlock;  // each thread owns a range of C's 32-row blocks
-    const int64_t i_begin = blocks * thread / threads * kBlock, i_end = blocks * (thread + 1) / threads * kBlock;
+    const RowRange rows = this_threads_rows(m, kBlock);
     // Loop order: B's panels by passes of ~1 MB (in L2), then blocks of 32 rows (A's 32 x K, at most
     // 64 KB, in L1-L2 while every column block of the pass uses it), then blocks of 32 columns. C's
     // block stays in its four tiles over all of K.
     const int64_t pass_cols = std::max(kBlock, kPassBytes / (k * 2) / kBlock * kBlock);
     for (int64_t j0 = 0; j0 < n; j0 += pass_cols) {
       const int64_t j1 = std::min(n, j0 + pass_cols);
-      for (int64_t i = i_begin; i < i_end; i += kBlock) {
+      for (int64_t i = rows.begin; i < rows.end; i += kBlock) {
         const uint16_t* a0 = a + i * lda;
         for (int64_t j = j0; j < j1; j += kBlock) {
           const uint32_t* b0 = panels + (j / 16) * panel_words;

@@ -7,6 +7,7 @@
 #include "backend/cpu/bf16_dot_gemm.h"
 #include "backend/cpu/cpu_level.h"
 #include "backend/cpu/kernel_switch.h"
+#include "backend/cpu/thread_rows.h"
 #include "backend/cpu/vnni_pack.h"
 #include "backend/cpu/work_array.h"
 #include "util/error.h"
@@ -30,8 +31,6 @@ bool dot_gemm_handles(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
 
 namespace {
 
-using bf16_dot_detail::block;
-
 constexpr int64_t kRowBlock = 32;  // rows of C a thread takes at a time
 
 thread_local std::vector<uint32_t> b_panels_storage;  // op(B) in VNNI panels (vnni::pack_panels)
@@ -49,27 +48,14 @@ void dot_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
 #pragma omp parallel if (!omp_in_parallel())
   {
     vnni::pack_panels(transpose_b, b, ldb, n, k, panels);
-    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const int64_t blocks = m / kRowBlock;  // each thread owns a range of C's 32-row blocks
-    const int64_t i_begin = blocks * thread / threads * kRowBlock, i_end = blocks * (thread + 1) / threads * kRowBlock;
-    // A's rows from i, B's panels from column j, C's block at (i, j).
+    const RowRange rows = this_threads_rows(m, kRowBlock);
+    // A's rows from i, B's panels from column j, C's block at (i, j). Each row of A is read once per
+    // 64 columns, whose 4 panels (128 bytes per pair of K: 32-512 KB) stay in L1-L2 while the rows go by.
     auto at = [&](int64_t i, int64_t j) {
       return bf16_dot_detail::Operands{a + i * lda, lda, panels + (j / 16) * panel_words, panel_words, 16,
                                        static_cast<char*>(c) + (i * ldc + j) * c_bytes, c_bf16, ldc};
     };
-    // Loop order: blocks of 64 columns (B's 4 panels, 128 bytes per pair of K: 32-512 KB, in L1-L2
-    // while the rows go by), then 16 rows of A as blocks of 6, 6 and 4 (a thread's rows are a
-    // multiple of 32), each row read once per column block. A last 32 columns go as 8 x 32 blocks.
-    // (Blocks of 4 rows, and passes of B's panels over every row, ran 5-10% slower on a Zen 5.)
-    const int64_t n_wide = n / 64 * 64;
-    for (int64_t j = 0; j < n_wide; j += 64)
-      for (int64_t i = i_begin; i < i_end; i += 16) {
-        block<6, 4>(at(i, j), k / 2, alpha, beta);
-        block<6, 4>(at(i + 6, j), k / 2, alpha, beta);
-        block<4, 4>(at(i + 12, j), k / 2, alpha, beta);
-      }
-    if (n_wide < n)
-      for (int64_t i = i_begin; i < i_end; i += 8) block<8, 2>(at(i, n_wide), k / 2, alpha, beta);
+    bf16_dot_detail::blocks(at, rows.begin, rows.end, n, k / 2, alpha, beta);
   }
 }
 
