@@ -94,7 +94,8 @@ inline void block(const Operands& o, int64_t pairs, float alpha, float beta) {
 // a Zen 5.) Inlined by force: called out of line, GCC 12 no longer made a copy for each beta (0 or 1)
 // of the attention's product, and its forward ran ~3% slower.
 template <typename OperandsAt>
-[[gnu::always_inline]] inline void blocks(OperandsAt at, int64_t i_begin, int64_t i_end, int64_t n, int64_t pairs, float alpha, float beta) {
+[[gnu::always_inline]] inline void blocks(OperandsAt at, int64_t i_begin, int64_t i_end, int64_t n, int64_t pairs,
+                                           float alpha, float beta) {
   const int64_t n_wide = n / 64 * 64;
   for (int64_t j = 0; j < n_wide; j += 64)
     for (int64_t i = i_begin; i < i_end; i += 16) {
