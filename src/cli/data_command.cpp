@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "data/corpus_reader.h"
 #include "data/dataset_sources.h"
 #include "data/download.h"
@@ -138,15 +139,21 @@ void add_data_command(CLI::App& app) {
   prepare->add_option("--tokenizer", options->tokenizer,
                       "Tokenizer folder (default: OUT/tokenizer; trained there on the corpus if absent)");
   prepare->add_option("--out", options->out, "Output folder for the shards and manifest.json")->required();
-  prepare->add_option("--shard-tokens", options->shard_tokens, "Tokens per shard")->capture_default_str();
+  prepare->add_option("--shard-tokens", options->shard_tokens, "Tokens per shard")
+      ->check(integer_in(1))
+      ->capture_default_str();
   prepare->add_option("--heldout-tokens", options->heldout_tokens,
                       "Tokens of whole training documents held out for the trainer's loss (0: none)")
+      ->check(integer_in(0))
       ->capture_default_str();
   prepare->add_option("--text-column", options->text_column, "The text column of Parquet corpus files")
       ->capture_default_str();
-  prepare->add_option("--threads", options->threads, "Encoding threads (0: every core)")->capture_default_str();
+  prepare->add_option("--threads", options->threads, "Encoding threads (0: every core)")
+      ->check(thread_count_option())
+      ->capture_default_str();
   prepare->add_option("--vocab-size", options->vocab_size,
                       "Vocabulary size of the tokenizer trained when none exists (see --tokenizer)")
+      ->check(integer_in(1, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   prepare->callback([options] { run_prepare(*options); });
 
@@ -158,8 +165,11 @@ void add_data_command(CLI::App& app) {
       ->required();
   download->add_option("--shards", download_options->shards, "Shards of a named dataset to fetch: 0 .. N-1");
   download->add_option("--out", download_options->out, "Folder for the files and download-manifest.json")->required();
-  download->add_option("--parallel", download_options->settings.parallel, "Transfers at once")->capture_default_str();
+  download->add_option("--parallel", download_options->settings.parallel, "Transfers at once")
+      ->check(integer_in(1, 1024))
+      ->capture_default_str();
   download->add_option("--attempts", download_options->settings.attempts, "Attempts per file, the first included")
+      ->check(integer_in(1, 1000))
       ->capture_default_str();
   download->add_option("--backoff", download_options->settings.backoff_seconds,
                        "Seconds before the first retry (doubling for each later one)")

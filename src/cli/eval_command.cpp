@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "cli/model_loading.h"
 #include "eval/checkpoint_eval.h"
 #include "eval/core_report.h"
@@ -27,7 +28,15 @@ struct BpbArgs {
   BackendArgs backend;
 };
 
+// The folder of an output file must take it: checked before minutes of evaluation, not after.
+void check_out_file_writable(const std::string& option, const std::string& file) {
+  if (file.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  check_writable_folder(parent.empty() ? std::filesystem::path(".") : parent, option + " " + file + ":");
+}
+
 void run_bpb(const BpbArgs& args) {
+  check_out_file_writable("--out", args.out);
   const DataLayout layout{resolve_data_dir(args.data)};
   auto backend = make_backend(args.backend);
   // The evaluator reads the checkpoint and the pinned validation documents, nothing else.
@@ -108,6 +117,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 void run_core(const CoreArgs& args) {
+  check_out_file_writable("--out", args.out);
+  check_out_file_writable("--dump-prompts", args.dump_prompts);
   const std::filesystem::path bundle =
       args.bundle.empty() ? DataLayout{resolve_data_dir(args.data)}.eval_bundle() : std::filesystem::path(args.bundle);
   auto backend = make_backend(args.backend);
@@ -153,8 +164,11 @@ void add_eval_command(CLI::App& app) {
   b->add_option("checkpoint", bpb.checkpoint, "Checkpoint folder (config.json, model.safetensors, tokenizer)")
       ->required();
   b->add_option("--tokens", bpb.tokens, "Evaluate only the first N target tokens (0 = the whole set)")
+      ->check(integer_in(0))
       ->capture_default_str();
-  b->add_option("--batch-tokens", bpb.batch_tokens, "Tokens per forward pass")->capture_default_str();
+  b->add_option("--batch-tokens", bpb.batch_tokens, "Tokens per forward pass")
+      ->check(integer_in(1))
+      ->capture_default_str();
   b->add_option("--data", bpb.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   b->add_option("--out", bpb.out, "Also write the result as JSON to this file");
   b->add_flag("--json", bpb.json, "Print JSON instead of a line of text");
@@ -172,9 +186,12 @@ void add_eval_command(CLI::App& app) {
   c->add_option("--bundle", core.bundle, "CORE bundle folder (default: DATA/eval_bundle)");
   c->add_option("--data", core.data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   c->add_option("--max-per-task", core.max_per_task, "Keep the first N shuffled rows of each task (0 = all)")
+      ->check(integer_in(0))
       ->capture_default_str();
   c->add_option("--tasks", core.tasks, "Only these task labels, comma separated");
-  c->add_option("--batch-tokens", core.batch_tokens, "Tokens per forward pass")->capture_default_str();
+  c->add_option("--batch-tokens", core.batch_tokens, "Tokens per forward pass")
+      ->check(integer_in(1))
+      ->capture_default_str();
   c->add_option("--out", core.out, "Also write the result as JSON to this file");
   c->add_option("--dump-prompts", core.dump_prompts,
                 "Write every row's prompts, tokens, spans, losses and verdict as JSON to this file");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/number_options.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -9,8 +10,10 @@ namespace ct::cli {
 
 void add_backend_options(CLI::App* cmd, BackendArgs& args) {
   cmd->add_option("--backend", args.name, "cpu, cuda, or auto (cuda when available)")->capture_default_str();
-  cmd->add_option("--threads", args.threads, "CPU threads (0 = every available core)")->capture_default_str();
-  cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+  cmd->add_option("--threads", args.threads, "CPU threads (0 = every available core)")
+      ->check(thread_count_option())
+      ->capture_default_str();
+  cmd->add_option("--device", args.device, "CUDA device ordinal")->check(integer_in(0, 1023))->capture_default_str();
   cmd->add_option("--matmul-precision", args.matmul_precision,
                   "f32 (the reference), bf16 (bf16 matmul operands, f32 accumulation; needs a bf16 engine: "
                   "AVX512-BF16, AMX or a GPU) or auto (bf16 where there is one)")

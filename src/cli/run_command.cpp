@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "harness/gate.h"
 #include "harness/run_pipeline.h"
 #include "util/child_process.h"
@@ -23,8 +24,8 @@ constexpr int kGateFailedExitCode = 3;
 struct RunArgs {
   std::string recipe, data, out, cache = kDefaultCacheDir;
   double budget = 0;
-  int64_t seed = -1;
-  int threads = -1;
+  int64_t seed = 0;  // read when --seed was given
+  int threads = 0;   // read when --threads was given
   int round = 1;
   bool core = false;
   bool practice = false;
@@ -36,12 +37,12 @@ struct RunArgs {
   bool no_progress = false;
 };
 
-void run_run(const RunArgs& a, bool budget_given) {
+void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_given) {
   RunPipelineOptions o;
   o.recipe_path = a.recipe;
   if (budget_given) o.budget_seconds = a.budget;
-  if (a.seed >= 0) o.seed = static_cast<uint64_t>(a.seed);
-  if (a.threads >= 0) o.threads = a.threads;
+  if (seed_given) o.seed = static_cast<uint64_t>(a.seed);
+  if (threads_given) o.threads = a.threads;
   o.data_dir = resolve_data_dir(a.data);
   o.out_dir = a.out;
   o.cache_dir = a.cache;
@@ -88,9 +89,12 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
   auto* budget = cmd->add_option("--budget", args->budget,
                                  "Training-clock budget in seconds: a timed run (default: the recipe's; round 2: 4 h, "
-                                 "except in a practice run)");
-  cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)");
-  cmd->add_option("--threads", args->threads, "CPU threads (default: every core, as the gate requires)");
+                                 "except in a practice run)")
+                     ->check(number_above(0, true));
+  auto* seed = cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)")
+                   ->check(integer_in(0, kMaxSeed));
+  auto* threads = cmd->add_option("--threads", args->threads, "CPU threads (default: every core, as the gate requires)")
+                      ->check(thread_count_option());
   cmd->add_option("--data", args->data, "The shipped data folder: corpus/, val/, eval_bundle/ (default: $CLOCKTRAIN_DATA or ../shared/data)");
   cmd->add_option("--out", args->out, "Run folder (default runs/<recipe>-<UTC time>)");
   cmd->add_option("--cache", args->cache, "Folder of prepared data, one sub-folder per content hash")->capture_default_str();
@@ -106,14 +110,21 @@ void add_run_command(CLI::App& app) {
                   "was built from)")
       ->capture_default_str();
   cmd->add_option("--max-per-task", args->max_per_task, "CORE: the first N shuffled rows of each task (0 = all)")
+      ->check(integer_in(0))
       ->capture_default_str();
   cmd->add_option("--core-timeout", args->core_timeout, "Round 2: seconds CORE may take before the gate fails")
+      ->check(number_above(0, true))
       ->capture_default_str();
-  cmd->add_option("--shard-tokens", args->shard_tokens, "Preparation: tokens per shard")->capture_default_str();
+  cmd->add_option("--shard-tokens", args->shard_tokens, "Preparation: tokens per shard")
+      ->check(integer_in(1))
+      ->capture_default_str();
   cmd->add_option("--heldout-tokens", args->heldout_tokens, "Preparation: tokens held out for the trainer's loss")
+      ->check(integer_in(0))
       ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress, "No status lines on the terminal");
-  cmd->callback([args, budget] { run_run(*args, budget->count() > 0); });
+  cmd->callback([args, budget, seed, threads] {
+    run_run(*args, budget->count() > 0, seed->count() > 0, threads->count() > 0);
+  });
 }
 
 }  // namespace ct::cli

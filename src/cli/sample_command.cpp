@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "cli/model_loading.h"
 #include "eval/checkpoint_eval.h"
 #include "eval/gpt_adapters.h"
@@ -58,12 +59,17 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("checkpoint", args.checkpoint, "Checkpoint folder (config.json, model.safetensors, tokenizer)")
       ->required();
   cmd->add_option("--prompt", args.prompt, "Text to continue (a <|bos|> is put in front)")->capture_default_str();
-  cmd->add_option("--max-tokens", args.max_tokens, "New tokens at most")->capture_default_str();
-  cmd->add_option("--temperature", args.temperature, "0 = greedy")->capture_default_str();
-  cmd->add_option("--top-k", args.top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str();
-  cmd->add_option("--seed", args.seed, "Seed of the sampler (the same seed gives the same text)")
+  cmd->add_option("--max-tokens", args.max_tokens, "New tokens at most")->check(integer_in(1))->capture_default_str();
+  cmd->add_option("--temperature", args.temperature, "0 = greedy")->check(number_above(0, false))->capture_default_str();
+  cmd->add_option("--top-k", args.top_k, "Sample among the k most likely tokens (0 = all)")
+      ->check(integer_in(0))
       ->capture_default_str();
-  cmd->add_option("--samples", args.samples, "How many samples (seeds seed, seed+1, ...)")->capture_default_str();
+  cmd->add_option("--seed", args.seed, "Seed of the sampler (the same seed gives the same text)")
+      ->check(integer_in(0, kMaxSeed))
+      ->capture_default_str();
+  cmd->add_option("--samples", args.samples, "How many samples (seeds seed, seed+1, ...)")
+      ->check(integer_in(1, 1000000))
+      ->capture_default_str();
   add_backend_options(cmd, args.backend);
   cmd->callback([] { run_sample(args); });
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "data/corpus_documents.h"
 #include "data/corpus_reader.h"
 #include "text/bpe_trainer.h"
@@ -135,12 +136,16 @@ void add_tokenizer_command(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--out", args->out, "Folder to write tokenizer.tiktoken and tokenizer.json into")->required();
   train->add_option("--vocab-size", args->vocab_size, "Vocabulary size, special tokens included")
+      ->check(integer_in(1, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();
   train->add_option("--max-chars", args->max_chars, "Stop after this many characters in all (0: the whole corpus)")
+      ->check(integer_in(0))
       ->capture_default_str();
   train->add_option("--doc-cap", args->doc_cap, "Keep at most this many characters of each document (0: no cap)")
+      ->check(integer_in(0))
       ->capture_default_str();
   train->add_option("--threads", args->threads, "Threads for pre-tokenizing and counting (0: all cores)")
+      ->check(thread_count_option())
       ->capture_default_str();
   train->add_option("--special", args->specials,
                     "Special tokens after <|bos|> (repeatable; <|bos|> is always first)");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
 #include "train/trainer.h"
@@ -17,14 +18,18 @@ namespace ct::cli {
 
 namespace {
 
+// Each value is read only when its option was given (the Option*'s count), so that no value is
+// taken for "not given".
 struct TrainArgs {
   std::string recipe;
   double budget = 0;
   int64_t steps = 0;
-  int64_t seed = -1;
-  int threads = -1;
+  int64_t seed = 0;
+  int threads = 0;
   int64_t micro_batch_rows = 0;
   int64_t stop_after_steps = 0;
+  CLI::Option *budget_option = nullptr, *steps_option = nullptr, *seed_option = nullptr, *threads_option = nullptr,
+              *micro_batch_rows_option = nullptr;
   std::string data = "runs/data";
   std::string out;
   std::string resume;
@@ -32,23 +37,29 @@ struct TrainArgs {
 };
 
 // The command that continues this run: the same recipe and options (a resumed run is the same run
-// only with the same budget or steps, data, seed, threads and batch), reading the checkpoint.
-std::string resume_command(const TrainArgs& a, bool budget_given, bool steps_given,
-                           const std::filesystem::path& checkpoint) {
+// only with the same budget or steps, data, seed, threads and batch), reading the checkpoint, and
+// writing into this run folder when that is not the checkpoint's own. A run stopped before its first
+// step has no checkpoint: the same command again, into the same folder.
+std::string resume_command(const TrainArgs& a, const std::filesystem::path& checkpoint,
+                           const std::filesystem::path& out_dir) {
   std::vector<std::string> argv = {"clocktrain", "train", a.recipe, "--data", a.data};
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.15g", a.budget);
-  if (budget_given) argv.insert(argv.end(), {"--budget", budget});
-  if (steps_given) argv.insert(argv.end(), {"--steps", std::to_string(a.steps)});
-  if (a.seed >= 0) argv.insert(argv.end(), {"--seed", std::to_string(a.seed)});
-  if (a.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(a.threads)});
-  if (a.micro_batch_rows > 0) argv.insert(argv.end(), {"--micro-batch-rows", std::to_string(a.micro_batch_rows)});
+  if (a.budget_option->count()) argv.insert(argv.end(), {"--budget", budget});
+  if (a.steps_option->count()) argv.insert(argv.end(), {"--steps", std::to_string(a.steps)});
+  if (a.seed_option->count()) argv.insert(argv.end(), {"--seed", std::to_string(a.seed)});
+  if (a.threads_option->count()) argv.insert(argv.end(), {"--threads", std::to_string(a.threads)});
+  if (a.micro_batch_rows_option->count())
+    argv.insert(argv.end(), {"--micro-batch-rows", std::to_string(a.micro_batch_rows)});
   if (a.no_progress) argv.push_back("--no-progress");
-  argv.insert(argv.end(), {"--resume", checkpoint.string()});
+  if (checkpoint.empty() || checkpoint.lexically_normal().parent_path() != out_dir.lexically_normal())
+    argv.insert(argv.end(), {"--out", out_dir.string()});
+  if (!checkpoint.empty()) argv.insert(argv.end(), {"--resume", checkpoint.string()});
   return shell_join(argv);
 }
 
-void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
+void run_train(const TrainArgs& a) {
+  const bool budget_given = a.budget_option->count() > 0, steps_given = a.steps_option->count() > 0;
   check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
   TrainOptions options;
   options.recipe = load_recipe(a.recipe);
@@ -56,9 +67,9 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   RecipeOverrides overrides;
   if (budget_given) overrides.budget_seconds = a.budget;
   if (steps_given) overrides.steps = a.steps;
-  if (a.seed >= 0) overrides.seed = static_cast<uint64_t>(a.seed);
-  if (a.threads >= 0) overrides.threads = a.threads;
-  if (a.micro_batch_rows > 0) overrides.micro_batch_rows = a.micro_batch_rows;
+  if (a.seed_option->count()) overrides.seed = static_cast<uint64_t>(a.seed);
+  if (a.threads_option->count()) overrides.threads = a.threads;
+  if (a.micro_batch_rows_option->count()) overrides.micro_batch_rows = a.micro_batch_rows;
   apply_recipe_overrides(r, overrides, a.recipe + " (with command-line overrides)");
 
   options.data_dir = a.data;
@@ -95,11 +106,12 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
               result.train_clock_seconds, result.startup_seconds, result.final_loss,
               result.last_eval_loss >= 0 ? str(", held-out loss ", result.last_eval_loss).c_str() : "");
   if (!result.checkpoint_dir.empty()) std::printf("checkpoint: %s\n", result.checkpoint_dir.string().c_str());
-  std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
+  if (std::filesystem::exists(options.out_dir / "metrics.jsonl"))  // not for a run stopped in start-up
+    std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
   check(result.ok(), "train: ", result.error);
   if (result.stop_signal != 0) {
     std::printf("stopped by %s; continue with: %s\n", result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
-                resume_command(a, budget_given, steps_given, result.checkpoint_dir).c_str());
+                resume_command(a, result.checkpoint_dir, options.out_dir).c_str());
     std::fflush(stdout);
     throw CLI::RuntimeError(128 + result.stop_signal);  // the shell's convention for a signalled command
   }
@@ -111,19 +123,28 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand("train", "Train a model from a recipe against the training clock (docs/train.md)");
   cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
-  auto* budget = cmd->add_option("--budget", args->budget, "Timed run: training-clock budget in seconds");
-  auto* steps = cmd->add_option("--steps", args->steps, "Run by steps: this many optimizer steps");
-  cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)");
-  cmd->add_option("--threads", args->threads, "CPU threads, 0 = every core (recipe: backend.threads)");
-  cmd->add_option("--micro-batch-rows", args->micro_batch_rows, "Rows per micro-batch (recipe: batch.micro_batch_rows)");
+  args->budget_option = cmd->add_option("--budget", args->budget, "Timed run: training-clock budget in seconds")
+                            ->check(number_above(0, true));
+  args->steps_option =
+      cmd->add_option("--steps", args->steps, "Run by steps: this many optimizer steps")->check(integer_in(1));
+  args->seed_option =
+      cmd->add_option("--seed", args->seed, "Seed of the initialisation and data order (recipe: run.seed)")
+          ->check(integer_in(0, kMaxSeed));
+  args->threads_option =
+      cmd->add_option("--threads", args->threads, "CPU threads, 0 = every core (recipe: backend.threads)")
+          ->check(thread_count_option());
+  args->micro_batch_rows_option =
+      cmd->add_option("--micro-batch-rows", args->micro_batch_rows, "Rows per micro-batch (recipe: batch.micro_batch_rows)")
+          ->check(integer_in(1));
   cmd->add_option("--data", args->data,
                   "Prepared data folder, made by `clocktrain data prepare --out DIR` (default runs/data)");
   cmd->add_option("--out", args->out, "Run folder (default runs/<recipe>-<UTC time>; with --resume, the checkpoint's run)");
   cmd->add_option("--resume", args->resume, "Continue the run of this checkpoint folder (e.g. runs/X/checkpoint)");
   cmd->add_option("--stop-after-steps", args->stop_after_steps,
-                  "Stop after this many steps of this session and save a resumable checkpoint");
+                  "Stop after this many steps of this session and save a resumable checkpoint")
+      ->check(integer_in(1));
   cmd->add_flag("--no-progress", args->no_progress, "No status line on the terminal");
-  cmd->callback([args, budget, steps] { run_train(*args, budget->count() > 0, steps->count() > 0); });
+  cmd->callback([args] { run_train(*args); });
 }
 
 }  // namespace ct::cli

@@ -16,6 +16,7 @@
 #include "model/checkpoint.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 #include "util/clock.h"
 #include "util/data_dir.h"
@@ -203,10 +204,15 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S")) : o.out_dir;
   // Data parallel: rank 0 writes the run folder (the others may start after it has begun there).
   const bool launched_rank0 = launched_as_rank0();
-  if (launched_rank0)
+  RunFolderLock run_folder_lock;  // held to the end: the run folder is this process's to write
+  if (launched_rank0) {
+    check_writable_folder(out.run_dir, "--out");
+    run_folder_lock = RunFolderLock(out.run_dir);
     for (const char* name : {kResultFileName, kMetricsFileName})
       check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
             ": the run folder already holds a run; choose a new --out");
+    check_room_for_checkpoints(out.run_dir, recipe.model);
+  }
   log << "run: " << recipe.name << ", round " << o.round << ", " << out.run_dir.string() << "\n" << std::flush;
 
   // 0. The backend, made and probed before minutes go into data: a machine that cannot run the

@@ -73,6 +73,10 @@ std::string exact(double v) { return str(std::setprecision(17), v); }
 
 }  // namespace
 
+uint64_t checkpoint_bytes_upper_bound(const ModelConfig& config) {
+  return static_cast<uint64_t>(config.parameter_count()) * 3 * sizeof(float) + (uint64_t{16} << 20);
+}
+
 void replace_directory(const fs::path& staged, const fs::path& dir) {
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
   auto fail_with = [&](const char* what, int error) {
@@ -165,6 +169,7 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     writer.set_metadata("recipe", contents.recipe.dump());
     writer.set_metadata("recipe_sha256", contents.recipe_sha256);
     writer.set_metadata("world_size", std::to_string(contents.world_size));
+    if (!contents.lineage.empty()) writer.set_metadata("lineage", contents.lineage);
     writer.write(staged / kTrainingStateFile);
     fsync_path(staged);
     fault_point("checkpoint.staged");
@@ -221,6 +226,7 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   out.world_size = file.metadata().count("world_size") ? static_cast<int>(counter("world_size")) : 1;
   check(out.world_size >= 1, state_path.string(), ": __metadata__ field 'world_size': expected >= 1, got ",
         out.world_size);
+  if (file.metadata().count("lineage")) out.lineage = file.metadata_value("lineage");
 
   load_model_weights(model, dir / kModelWeightsFile);
   std::vector<float> host;

@@ -35,7 +35,13 @@ struct CheckpointContents {
   Json recipe;                      // the resolved recipe (train/recipe.h to_json)
   std::string recipe_sha256;
   int world_size = 1;               // the processes that trained it (a resume needs as many: data/loader.h)
+  std::string lineage;              // the run's id (train/run_folder.h); "" in checkpoints written before it
 };
+
+// An upper bound on the bytes of one checkpoint of a model of this shape: the f32 weights and at
+// most two f32 optimizer moments per weight (AdamW's; Muon keeps one), plus 16 MiB for the tokenizer,
+// config and headers. The trainer needs room for two (the staged one beside the previous one).
+uint64_t checkpoint_bytes_upper_bound(const ModelConfig& config);
 
 // Writes model + config + tokenizer files (copied from tokenizer_dir, when not empty) + the training
 // state into `dir`, replacing it as a whole.

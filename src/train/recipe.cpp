@@ -8,6 +8,7 @@
 
 #include "util/enum_names.h"
 #include "util/error.h"
+#include "util/threads.h"
 #include "util/files.h"
 #include "util/sha256.h"
 
@@ -228,7 +229,7 @@ void Recipe::validate(const std::string& where) const {
         ": expected a multiple of model.sequence_len (", model.sequence_len, "), got ", eval_tokens);
   check(checkpoint_every_minutes >= 0, field("checkpoint.every_minutes"), ": expected >= 0");
   check(debug_nan_loss_at_step >= 0, field("debug.nan_loss_at_step"), ": expected >= 0 (0 = off)");
-  check(threads >= 0, field("backend.threads"), ": expected >= 0 (0 = every core)");
+  check_thread_count(threads, field("backend.threads"));
   const OptimizerConfig& o = optimizer;
   check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0, field("optimizer.*_lr"),
         ": learning rates must be >= 0");

@@ -16,6 +16,7 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/metrics_writer.h"
+#include "train/run_folder.h"
 #include "train/train_step.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -37,6 +38,11 @@ namespace {
 // times recipe.step_time_margin, still ends within the budget.
 constexpr size_t kStepTimeWindow = 10;
 
+// Thrown out of set-up by a stop signal, caught by execute().
+struct StoppedInStartup {
+  int signo;
+};
+
 const char* signal_name(int signo) { return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a signal"; }
 
 // Everything one run holds while it trains.
@@ -47,6 +53,16 @@ class Run {
 
  private:
   void set_up();
+  // Rank 0, before anything is written: takes the run folder's lock and checks that this run may
+  // write there (train/run_folder.h), and that its file system has room for the checkpoints.
+  void claim_run_folder();
+  // The folder's first records: run_identity.json, then metrics.jsonl's start or resume event.
+  void open_records(int64_t keep_through_step);
+  // A run refused or failed in set-up leaves no empty folder of its own making behind.
+  void remove_folder_made_for_nothing();
+  // A run that fails after set-up says so in metrics.jsonl and train_summary.json (best effort: the
+  // failure may be the disk), so that its folder is marked failed, not left looking alive.
+  void record_failure(const std::string& error);
   // Data parallel: every process must run the same recipe, binary and data (an error on every rank).
   void check_processes_agree();
   // values as rank 0 has them, on every process (the step time, the startup time, the stop signal):
@@ -54,6 +70,14 @@ class Run {
   std::vector<double> as_rank0_has_them(std::vector<double> values) const;
   bool writer() const { return rank_ == 0; }  // rank 0 alone writes the run folder
   void resume();
+  // Steps until the budget, the step count, a signal or an error stops the run.
+  void train_until_stopped();
+  // Copies the totals into the result and writes train_summary.json (rank 0).
+  void finish_records();
+  // Start-up polls the stop signals between its phases (each may take seconds: the data's checks,
+  // the model's initialisation), so that a signal there ends the run within moments, with nothing
+  // trained and nothing to save (one process only: see the definition).
+  void stop_if_signalled_in_startup() const;
   // One optimizer step; returns false when the run must stop (result_.error set).
   bool step();
   double heldout_loss();
@@ -65,6 +89,7 @@ class Run {
   bool budget_allows_next_step() const;
 
   const TrainOptions& options_;
+  const StopSignals* signals_ = nullptr;  // installed by execute()
   Recipe recipe_;
   TrainResult result_;
   Stopwatch startup_watch_;
@@ -77,6 +102,11 @@ class Run {
   std::unique_ptr<TokenLoader> loader_, heldout_;
   LoaderState heldout_start_;
   std::unique_ptr<MetricsWriter> log_;
+  RunFolderLock out_lock_;      // the run folder's (rank 0)
+  RunFolderLock source_lock_;   // a resume's checkpoint folder's, while it is read (rank 0)
+  std::string lineage_;         // this run's id (train/run_folder.h; rank 0)
+  fs::path earlier_records_;    // where a fresh run moved the records of a run that left no checkpoint
+  bool made_out_dir_ = false;   // the run folder did not exist before this run
   ProgressLine progress_line_;
   TrainingProgress progress_;
   fs::path tokenizer_dir_;
@@ -122,6 +152,9 @@ void Run::set_up() {
   check(r.micro_steps() % world_ == 0, r.source_path, ": a step of ", r.micro_steps(), " micro-batches of ",
         r.micro_batch_rows, " rows (tokens_per_step / (micro_batch_rows x sequence_len)) does not divide among ",
         world_, " processes: make the micro-batches a multiple of ", world_);
+  if (writer()) claim_run_folder();
+  result_.lineage = lineage_;
+  stop_if_signalled_in_startup();
 
   // The data: the manifest must describe tokens of this recipe's vocabulary.
   check(fs::exists(options_.data_dir / kManifestFileName), (options_.data_dir / kManifestFileName).string(),
@@ -141,6 +174,7 @@ void Run::set_up() {
   loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed, rank_, world_,
                                           options_.read_guard);
   result_.manifest_sha256 = loader_->manifest_sha256();
+  stop_if_signalled_in_startup();
   check_processes_agree();
   const bool eval_enabled = r.eval_tokens > 0 && (r.eval_every_steps > 0 || r.eval_every_seconds > 0);
   if (eval_enabled && manifest.tokens_of("heldout") > 0 && writer()) {  // rank 0's (heldout_loss)
@@ -148,6 +182,7 @@ void Run::set_up() {
     heldout_ = std::make_unique<TokenLoader>(options_.data_dir, "heldout", rows, T, /*seed=*/0, 0, 1,
                                              options_.read_guard);
     heldout_start_ = heldout_->state();
+    stop_if_signalled_in_startup();
   }
 
   model_ = std::make_unique<GPT>(*backend_, r.model);  // f32; matmul operands per backend.matmul_precision (gpt.h)
@@ -156,26 +191,84 @@ void Run::set_up() {
                                             r.model.sequence_len, r.graphs);
   result_.parameters = model_->parameter_count();
   result_.flops_per_token = r.model.flops_per_token();
+  stop_if_signalled_in_startup();
   if (options_.resume_dir.empty()) {
-    // rank 0's finding, on every process (it alone writes there, and may already have begun)
-    for (const char* name : {"metrics.jsonl", "checkpoint"})
-      check(as_rank0_has_them({fs::exists(options_.out_dir / name) ? 1.0 : 0.0})[0] == 0.0,
-            (options_.out_dir / name).string(),
-            ": the run folder already holds a run; choose a new --out, or --resume its checkpoint");
     model_->initialize(r.seed);  // the same seed on every process: the same weights
-    if (writer()) ensure_directory(options_.out_dir);
-    log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path());
-    log_->event(0, 0.0, "start",
-                str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
-                    " parameters, matmuls ", result_.matmul_precision_reason, ", ", result_.device_description,
-                    ", ", result_.threads, " threads",
-                    world_ > 1 ? str(" in each of ", world_, " processes") : std::string()));
+    stop_if_signalled_in_startup();
+    open_records(-1);
+    std::string detail = str("recipe ", r.name, " (", result_.recipe_sha256.substr(0, 12), "), ", result_.parameters,
+                             " parameters, matmuls ", result_.matmul_precision_reason, ", ",
+                             result_.device_description, ", ", result_.threads, " threads",
+                             world_ > 1 ? str(" in each of ", world_, " processes") : std::string());
+    if (!earlier_records_.empty())
+      detail += str("; the records of a run that left no checkpoint were moved to ", earlier_records_.string());
+    log_->event(0, 0.0, "start", detail);
   } else {
     resume();
   }
   inputs_.reserve(static_cast<size_t>(r.micro_batch_rows * T));
   targets_.reserve(inputs_.capacity());
   next_eval_clock_ = progress_.clock_seconds + r.eval_every_seconds;
+}
+
+void Run::claim_run_folder() {
+  const fs::path& out = options_.out_dir;
+  const fs::path& checkpoint = options_.resume_dir;
+  std::error_code ec;
+  // Read-only checks first, so that a refusal writes nothing, not even the lock's pid (a live writer
+  // is named first); then the lock, and the same checks under it.
+  RunFolderLock::of_existing(out);
+  if (checkpoint.empty()) {
+    check_folder_for_fresh_run(out);
+  } else {
+    // (checkpoint.old alone: a crash between a checkpoint write's two renames, repaired below)
+    check(fs::is_directory(checkpoint) || fs::is_directory(fs::path(checkpoint.string() + ".old")),
+          checkpoint.string(), ": not a checkpoint folder");
+    if (fs::is_directory(checkpoint)) check_folder_for_resume(out, checkpoint, read_checkpoint_identity(checkpoint));
+  }
+  check_room_for_checkpoints(out, recipe_.model);
+  made_out_dir_ = !fs::exists(out, ec);
+  check_writable_folder(out, "--out");
+  out_lock_ = RunFolderLock(out);
+  if (checkpoint.empty()) {
+    earlier_records_ = claim_folder_for_fresh_run(out);
+    lineage_ = new_lineage();
+    return;
+  }
+  // The checkpoint's own folder may be another run's, being written now: its lock first, then the
+  // repair of what a crash left there (which removes staged folders), then its identity.
+  const fs::path source =
+      checkpoint.lexically_normal().parent_path().empty() ? fs::path(".") : checkpoint.lexically_normal().parent_path();
+  if (!fs::equivalent(source, out, ec)) source_lock_ = RunFolderLock::of_existing(source);
+  recover_checkpoint_directory(checkpoint);
+  check(fs::is_directory(checkpoint), checkpoint.string(), ": not a checkpoint folder");
+  const CheckpointIdentity identity = read_checkpoint_identity(checkpoint);
+  check_folder_for_resume(out, checkpoint, identity);
+  lineage_ = identity.lineage.empty() ? new_lineage() : identity.lineage;  // a checkpoint from before lineages
+}
+
+void Run::remove_folder_made_for_nothing() {
+  if (!made_out_dir_ || log_) return;
+  std::error_code ec;
+  out_lock_ = RunFolderLock();
+  fs::remove(options_.out_dir / kRunLockFile, ec);
+  fs::remove(options_.out_dir, ec);  // only if empty
+}
+
+void Run::open_records(int64_t keep_through_step) {
+  if (writer()) write_run_identity(options_.out_dir, lineage_, options_.resume_dir);
+  log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path(), keep_through_step);
+}
+
+void Run::record_failure(const std::string& error) {
+  result_.error = error;
+  result_.stop_reason = StopReason::error;
+  try {
+    if (log_) log_->event(progress_.step, progress_.clock_seconds, "stop", str("error: ", error));
+    finish_records();
+  } catch (const Error&) {
+    // the failure may be the disk itself; the error is thrown on as it is
+  }
 }
 
 void Run::check_processes_agree() {
@@ -208,18 +301,16 @@ std::vector<double> Run::as_rank0_has_them(std::vector<double> values) const {
 }
 
 void Run::resume() {
-  if (writer()) {
-    ensure_directory(options_.out_dir);                // a resume may continue into a new run folder
-    recover_checkpoint_directory(options_.resume_dir);  // after a crash in a checkpoint write
-  }
   as_rank0_has_them({0.0});  // data parallel: the others read the checkpoint once rank 0 has repaired it
   CheckpointContents c = load_training_checkpoint(options_.resume_dir, *model_, *optimizer_);
+  as_rank0_has_them({0.0});  // every process has read it: its folder's lock may go
+  source_lock_ = RunFolderLock();
   check(c.world_size == world_, options_.resume_dir.string(), ": the checkpoint was trained by ", c.world_size,
         " process(es) and this run has ", world_, ": resume it with ", c.world_size,
         " (the data loader's position counts every process's rows)");
   loader_->restore(loader_state_from_json(c.loader_state));
   progress_ = c.progress;
-  log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path(), progress_.step);
+  open_records(progress_.step);
   std::string detail = str("from ", options_.resume_dir.string(), " at step ", progress_.step, ", clock ",
                            format_fixed(progress_.clock_seconds, 1), " s");
   if (c.recipe_sha256 != result_.recipe_sha256)
@@ -398,6 +489,7 @@ void Run::save_checkpoint() {
   contents.recipe = to_json(recipe_);
   contents.recipe_sha256 = result_.recipe_sha256;
   contents.world_size = world_;
+  contents.lineage = lineage_;
   try {
     save_training_checkpoint(dir, *model_, *optimizer_, contents, tokenizer_dir_);
   } catch (const Error& e) {
@@ -416,7 +508,50 @@ void Run::save_checkpoint() {
 
 TrainResult Run::execute() {
   const StopSignals signals;
-  set_up();
+  signals_ = &signals;
+  try {
+    set_up();
+  } catch (const Error&) {
+    remove_folder_made_for_nothing();
+    throw;
+  } catch (const StoppedInStartup& stop) {
+    // nothing was trained: no checkpoint; records written so far say why the run stopped
+    result_.stop_signal = stop.signo;
+    result_.stop_reason = StopReason::signal;
+    result_.checkpoint_dir = options_.resume_dir;  // still the one to continue from (none for a fresh run)
+    remove_folder_made_for_nothing();
+    if (log_) log_->event(progress_.step, progress_.clock_seconds, "stop", "signal during start-up");
+    finish_records();
+    return result_;
+  }
+  try {
+    train_until_stopped();
+    progress_line_.finish();
+    // A run stopped by a signal before its first step of this session has nothing new to save.
+    const bool trained = steps_this_session_ > 0 || result_.stop_reason != StopReason::signal;
+    if (result_.ok() && trained) {
+      if (heldout_ && last_eval_step_ != progress_.step) heldout_loss();  // the final model's held-out loss
+      save_checkpoint();
+    } else if (!trained) {
+      result_.checkpoint_dir = options_.resume_dir;  // still the one to continue from (none for a fresh run)
+    }
+    log_->event(progress_.step, progress_.clock_seconds, "stop",
+                result_.ok() ? std::string(stop_reason_name(result_.stop_reason))
+                             : str(stop_reason_name(result_.stop_reason), ": ", result_.error));
+  } catch (const Error& e) {
+    record_failure(e.what());
+    throw;
+  }
+  finish_records();
+  return result_;
+}
+
+void Run::stop_if_signalled_in_startup() const {
+  // Data parallel, every process must stop at the same point: the training loop's first check does that.
+  if (world_ == 1 && signals_ && signals_->received()) throw StoppedInStartup{signals_->received()};
+}
+
+void Run::train_until_stopped() {
   const Recipe& r = recipe_;
   last_checkpoint_wall_ = monotonic_seconds();
   if (r.startup_steps == 0) {
@@ -428,18 +563,20 @@ TrainResult Run::execute() {
   while (true) {
     // What this loop decides from signals and clocks is decided on rank 0's view (or any process's
     // signal), so that every process takes the same number of steps.
-    std::vector<double> view{static_cast<double>(signals.received()), startup_watch_.seconds()};
+    std::vector<double> view{static_cast<double>(signals_->received()), startup_watch_.seconds()};
     if (world_ > 1) {
       if (rank_ != 0) view[1] = 0.0;
       backend_->sum_over_processes(view);
     }
-    const int any_signal = view[0] > 0 ? (signals.received() ? signals.received() : SIGTERM) : 0;
+    const int any_signal = view[0] > 0 ? (signals_->received() ? signals_->received() : SIGTERM) : 0;
     const double startup_elapsed = view[1];
     if (const int signo = any_signal) {
       result_.stop_signal = signo;
       result_.stop_reason = StopReason::signal;
       log_->event(progress_.step, progress_.clock_seconds, "signal",
-                  str(signal_name(signo), ": the run stops after step ", progress_.step, " with a checkpoint"));
+                  steps_this_session_ > 0
+                      ? str(signal_name(signo), ": the run stops after step ", progress_.step, " with a checkpoint")
+                      : str(signal_name(signo), ": the run stops before its first step"));
       break;
     }
     if (r.timed()) {
@@ -476,23 +613,16 @@ TrainResult Run::execute() {
       if (as_rank0_has_them({due ? 1.0 : 0.0})[0] > 0) save_checkpoint();  // every process, on rank 0's clock
     }
   }
-  progress_line_.finish();
-  if (result_.ok()) {
-    if (heldout_ && last_eval_step_ != progress_.step) heldout_loss();  // the final model's held-out loss
-    save_checkpoint();
-  }
-  log_->event(progress_.step, progress_.clock_seconds, "stop",
-              result_.ok() ? std::string(stop_reason_name(result_.stop_reason))
-                             : str(stop_reason_name(result_.stop_reason), ": ", result_.error));
+}
 
+void Run::finish_records() {
   result_.steps = progress_.step;
   result_.tokens = progress_.tokens;
   result_.train_clock_seconds = progress_.clock_seconds;
   result_.startup_seconds = progress_.startup_seconds;
   result_.nonfinite_steps = progress_.nonfinite_steps;
-  result_.shards_read = loader_->shards_read();
-  if (writer()) write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
-  return result_;
+  if (loader_) result_.shards_read = loader_->shards_read();
+  if (writer() && log_) write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
 }
 
 }  // namespace
@@ -518,7 +648,10 @@ Json to_json(const TrainResult& r) {
               {"stop_signal", r.stop_signal != 0 ? Json(signal_name(r.stop_signal)) : Json(nullptr)},
               {"error", r.error.empty() ? Json(nullptr) : Json(r.error)},
               {"checkpoint_dir", r.checkpoint_dir.string()},
-              {"init", {{"seed", r.seed}, {"resumed_from", r.resumed_from.empty() ? Json(nullptr) : Json(r.resumed_from.string())}}},
+              {"init",
+               {{"seed", r.seed},
+                {"resumed_from", r.resumed_from.empty() ? Json(nullptr) : Json(r.resumed_from.string())},
+                {"lineage", r.lineage}}},
               {"data", {{"manifest_sha256", r.manifest_sha256}, {"shards_read", shards}}},
               {"device",
                {{"backend", r.backend},
@@ -541,6 +674,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::signal: return "signal";
     case StopReason::nonfinite: return "nonfinite";
     case StopReason::startup_cap: return "startup_cap";
+    case StopReason::error: return "error";
   }
   return "";
 }

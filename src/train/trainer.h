@@ -55,9 +55,10 @@ struct TrainOptions {
 };
 
 // Why a run stopped. Written as text only in summary.json, result.json and the log lines
-// (stop_reason_name): "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap";
-// "" while the run has not stopped (or failed before training).
-enum class StopReason { none, budget, steps, stop_after_steps, signal, nonfinite, startup_cap };
+// (stop_reason_name): "budget", "steps", "stop_after_steps", "signal", "nonfinite", "startup_cap",
+// "error" (an error after set-up: train() throws it on, after recording it); "" while the run has
+// not stopped (or failed in set-up).
+enum class StopReason { none, budget, steps, stop_after_steps, signal, nonfinite, startup_cap, error };
 const char* stop_reason_name(StopReason reason);
 
 struct TrainResult {
@@ -80,6 +81,7 @@ struct TrainResult {
   std::filesystem::path checkpoint_dir;  // empty when none was written
   uint64_t seed = 0;                      // the weights' seeded initialisation (docs/model.md)
   std::filesystem::path resumed_from;     // the checkpoint the run continued from; empty for a fresh run
+  std::string lineage;                    // the run's id (train/run_folder.h), carried through resumes
   std::string manifest_sha256;
   std::vector<std::pair<std::string, std::string>> shards_read;  // name, sha256
   std::string backend, device_description;

@@ -1,6 +1,7 @@
 #include "util/files.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,6 +52,31 @@ void ensure_directory(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir.string(), ": cannot create folder: ", ec.message());
+}
+
+void check_writable_folder(const fs::path& dir, const std::string& what) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  check(!ec, what, " ", dir.string(), ": cannot create folder: ", ec.message());
+  std::string probe = (dir / ".clocktrain-write-probe.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  check(fd >= 0, what, " ", dir.string(), ": cannot write there: ", errno_text());
+  // One byte, so that a file system with no block left refuses now rather than at the first real write.
+  const bool written = ::write(fd, "x", 1) == 1 && ::fsync(fd) == 0;
+  const std::string reason = written ? std::string() : errno_text();
+  ::close(fd);
+  ::unlink(probe.c_str());
+  check(written, what, " ", dir.string(), ": cannot write there: ", reason);
+}
+
+uint64_t free_bytes(const fs::path& path) {
+  std::error_code ec;
+  fs::path existing = fs::absolute(path.empty() ? fs::path(".") : path, ec);
+  while (!fs::exists(existing, ec) && existing != existing.root_path()) existing = existing.parent_path();
+  struct statvfs s {};
+  check(::statvfs(existing.c_str(), &s) == 0, existing.string(), ": cannot read the file system's free space: ",
+        errno_text());
+  return static_cast<uint64_t>(s.f_bavail) * static_cast<uint64_t>(s.f_frsize);
 }
 
 AtomicWriter::AtomicWriter(fs::path final_path)

@@ -44,4 +44,13 @@ class AtomicWriter {
 // Creates the folder (and parents); a clear error if it cannot.
 void ensure_directory(const fs::path& dir);
 
+// Fails before the work whose output would be lost: creates `dir` when missing, then creates and
+// removes a probe file in it. The error names `what` (e.g. "--out"), the folder and the system's
+// reason (Read-only file system, Permission denied, No space left on device).
+void check_writable_folder(const fs::path& dir, const std::string& what);
+
+// Bytes an unprivileged writer may still use on the file system holding `path` (statvfs f_bavail),
+// or of its nearest existing parent when `path` does not exist yet.
+uint64_t free_bytes(const fs::path& path);
+
 }  // namespace ct

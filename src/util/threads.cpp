@@ -2,8 +2,11 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+
+#include "util/error.h"
 
 namespace ct {
 
@@ -19,7 +22,15 @@ std::vector<int> available_core_ids() {
 
 int available_cores() { return std::max(1, static_cast<int>(available_core_ids().size())); }
 
+int max_thread_count() { return 4 * std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))); }
+
+void check_thread_count(int threads, const std::string& where) {
+  check(threads >= 0 && threads <= max_thread_count(), where, ": ", threads, " threads: expected 0 (every core) to ",
+        max_thread_count(), " (4 x the ", max_thread_count() / 4, " CPUs online)");
+}
+
 int set_thread_count(int threads) {
+  check_thread_count(threads, "threads");
   int n = threads > 0 ? threads : available_cores();
   omp_set_num_threads(n);
   return n;

@@ -179,6 +179,22 @@ TEST_F(EvalCli, BadCheckpoints) {
       << wrong.output;
 }
 
+// Fail before the work: an --out (or --dump-prompts) that cannot be written is refused before the
+// evaluation runs, not after it (the finding: `eval bpb --out` on a read-only folder failed only after
+// the whole evaluation).
+TEST_F(EvalCli, AnOutThatCannotBeWrittenIsRefusedBeforeEvaluating) {
+  write_file_atomic(dir_ / "a-file", "not a folder\n");
+  const std::string out = (dir_ / "a-file" / "result.json").string();
+  for (const std::string what : {"bpb --out ", "core --out ", "core --dump-prompts "}) {
+    auto r = test::run_command(bin() + " eval " + what + out + " " + ckpt() + " --data " + (dir_ / "data").string() +
+                               " --backend cpu --threads 1");
+    EXPECT_EQ(r.exit_code, 1) << what << r.output;
+    EXPECT_NE(r.output.find(out + ": " + (dir_ / "a-file").string() + ": cannot create folder"), std::string::npos)
+        << what << r.output;
+    EXPECT_EQ(r.output.find("val_bpb"), std::string::npos) << what << r.output;
+  }
+}
+
 TEST_F(EvalCli, CoreDumpMatchesTorchReference) {
   // Against the engine's torch twin of the model (tests/python/reference_gpt.py): the same prompts,
   // tokens and spans, mean losses within float tolerance, and the same verdicts except

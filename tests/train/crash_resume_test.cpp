@@ -25,56 +25,15 @@
 #include "util/files.h"
 #include "util/sha256.h"
 
-extern char** environ;
-
 namespace ct {
 namespace {
 
 using ::testing::HasSubstr;
+using test::describe;
+using test::spawn;
+using test::wait_for;
 
 constexpr int64_t kSteps = 24;
-
-// The trainer as a child process: argv, extra environment variables, an optional file size limit
-// (RLIMIT_FSIZE, bytes); stdout and stderr go to `log`.
-pid_t spawn(const std::vector<std::string>& args, const fs::path& log, const std::vector<std::string>& extra_env = {},
-            rlim_t file_size_limit = 0) {
-  std::vector<std::string> env_strings(extra_env);
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> envp, argv;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> arg_strings(args);
-  for (std::string& s : arg_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // only async-signal-safe calls from here to exec
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (file_size_limit > 0) {
-      const rlimit limit{file_size_limit, file_size_limit};
-      ::setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-std::string describe(int status) {
-  if (WIFEXITED(status)) return str("exit ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return str("signal ", WTERMSIG(status));
-  return "?";
-}
 
 // The last train step in metrics.jsonl while the trainer may be writing it (a line may be half there).
 int64_t last_train_step(const fs::path& run) {
@@ -366,7 +325,10 @@ TEST_F(CrashResume, FullDiskLeavesThePreviousCheckpointIntact) {
 
 // A real full disk (a small tmpfs) and a read-only one (a read-only bind mount), in a private mount
 // namespace: needs root with CAP_SYS_ADMIN (unshare -m); skipped where that is refused.
-TEST_F(CrashResume, TmpfsFullAndReadOnlyMountGiveClearErrors) {
+// A file system without room for two checkpoints, and a read-only one: both refused before the first
+// step, with the error naming --out and the reason, the previous checkpoint untouched and nothing
+// left behind. (A disk that fills during the run: FullDiskLeavesThePreviousCheckpointIntact.)
+TEST_F(CrashResume, TmpfsWithoutRoomAndReadOnlyMountAreRefusedBeforeTraining) {
   if (std::system("unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /mnt' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "no mount namespace here (unshare -m and mount need CAP_SYS_ADMIN); the RLIMIT_FSIZE test covers a full disk";
   const fs::path run = scratch_ / "run", log = scratch_ / "run.log";
@@ -400,15 +362,15 @@ TEST_F(CrashResume, TmpfsFullAndReadOnlyMountGiveClearErrors) {
 
   const std::string full = read_file(out / "full.log");
   EXPECT_EQ(read_file(out / "full.rc"), "1\n") << full;
-  EXPECT_THAT(full, HasSubstr("the checkpoint of step 4 was not written ("));
-  EXPECT_THAT(full, HasSubstr(std::strerror(ENOSPC)));
+  EXPECT_THAT(full, HasSubstr("--out " + (mnt / "run").string() + ": the checkpoints of this model need up to "));
+  EXPECT_THAT(full, HasSubstr(" GB free besides the present checkpoint"));
   EXPECT_EQ(file_hashes(out / "after"), before);
   EXPECT_THAT(read_file(out / "left"), ::testing::Not(HasSubstr("checkpoint.")));
 
   const std::string read_only = read_file(out / "ro.log");
   EXPECT_EQ(read_file(out / "ro.rc"), "1\n") << read_only;
-  EXPECT_THAT(read_only, HasSubstr("clocktrain: error: " + (run / "metrics.jsonl").string()));
-  EXPECT_THAT(read_only, HasSubstr(std::strerror(EROFS)));
+  EXPECT_THAT(read_only, HasSubstr("clocktrain: error: --out " + run.string() + ": cannot write there: " +
+                                   std::strerror(EROFS)));
   EXPECT_EQ(file_hashes(run / "checkpoint"), before);
   EXPECT_EQ(load_checkpoint(run / "checkpoint"), 3);
 }

@@ -5,6 +5,12 @@
 // The tokenizer/ files are placeholders: the trainer only copies them into the checkpoint.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -13,6 +19,8 @@
 #include "train/recipe.h"
 #include "train/trainer.h"
 #include "util/json.h"
+
+extern char** environ;
 
 namespace ct::test {
 
@@ -43,6 +51,48 @@ inline fs::path make_test_data(const fs::path& root) {
   write_file_atomic(root / "data" / "tokenizer" / "tokenizer.tiktoken", "placeholder for the trainer tests\n");
   write_file_atomic(root / "data" / "tokenizer" / "tokenizer.json", "{\"placeholder\": true}\n");
   return root / "data";
+}
+
+// The trainer as a child process: argv, extra environment variables, an optional file size limit
+// (RLIMIT_FSIZE, bytes); stdout and stderr go to `log`.
+inline pid_t spawn(const std::vector<std::string>& args, const fs::path& log, const std::vector<std::string>& extra_env = {},
+            rlim_t file_size_limit = 0) {
+  std::vector<std::string> env_strings(extra_env);
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> arg_strings(args);
+  for (std::string& s : arg_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // only async-signal-safe calls from here to exec
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    if (file_size_limit > 0) {
+      const rlimit limit{file_size_limit, file_size_limit};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+inline int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+inline std::string describe(int status) {
+  if (WIFEXITED(status)) return str("exit ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return str("signal ", WTERMSIG(status));
+  return "?";
 }
 
 // recipes/tiny.toml with the byte-level vocabulary of make_test_data.
