@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/prepared_folder.h"
 #include "util/error.h"
 #include "util/read_guard.h"
 #include "util/sha256.h"
@@ -79,14 +80,26 @@ TokenLoader::TokenLoader(const std::filesystem::path& dir, const std::string& sp
   manifest_sha256_ = ct::manifest_sha256(manifest_);
   shards_ = manifest_.shards_of(split);
   check(!shards_.empty(), manifest_path.string(), ": no shards for split \"", split, "\"");
+  // Every shard is mapped and checked now, before training starts and before anything is sized from
+  // it: its size, token count and version against the manifest (rows are counted from checked
+  // counts, so a manifest's claim never sizes memory) and every id against the vocabulary (an id the
+  // model's embedding cannot hold fails here, naming its file and offset, not at its first batch).
+  // The id check reads every token once, at memory or disk speed. A shard's SHA-256 is checked when
+  // it is first read instead: hashing runs at 0.5-2 GB/s a core, seconds at startup for a large
+  // dataset, and a run that ends before it reaches a shard never pays for that shard.
   for (const auto& shard : shards_) {
-    // A missing shard fails now, before training starts, rather than hours into it.
-    check(std::filesystem::is_regular_file(dir / shard.name), (dir / shard.name).string(),
-          ": listed in the manifest for split \"", split, "\" but missing");
+    const auto path = dir / shard.name;
+    check(std::filesystem::is_regular_file(path), path.string(), ": listed in the manifest for split \"", split,
+          "\" but missing");
+    paths_opened_.push_back(path);
+    files_.push_back(open_listed_shard(read_guard_ ? read_guard_->admit(path) : path, shard, manifest_));
+    check_shard_token_ids(files_.back(), manifest_);
     // Windows k = 0, 1, ... cover tokens [k*T, k*T + T]; the last must end inside the shard.
-    windows_.push_back(shard.tokens > seq_len ? (shard.tokens - 1) / seq_len : 0);
+    const int64_t tokens = files_.back().token_count();
+    windows_.push_back(tokens > seq_len ? (tokens - 1) / seq_len : 0);
     rows_per_epoch_ += windows_.back();
   }
+  hashed_.assign(shards_.size(), false);
   check(rows_per_epoch_ >= batch_rows * world_size, manifest_path.string(), ": split \"", split, "\" holds ",
         rows_per_epoch_, " rows of ", seq_len + 1, " tokens, fewer than one step of ", batch_rows, " x ", world_size,
         " rows");
@@ -123,25 +136,19 @@ const std::vector<int64_t>& TokenLoader::window_order(size_t shard_index) {
   return it->second;
 }
 
-const ShardFile& TokenLoader::open_shard(size_t shard_index) {
-  auto it = open_shards_.find(shard_index);
-  if (it != open_shards_.end()) return it->second;
+const ShardFile& TokenLoader::hashed_shard(size_t shard_index) {
+  const ShardFile& shard = files_[shard_index];
+  if (hashed_[shard_index]) return shard;
   const ShardRecord& record = shards_[shard_index];
-  const auto path = dir_ / record.name;
-  paths_opened_.push_back(path);
-  ShardFile shard = ShardFile::open(read_guard_ ? read_guard_->admit(path) : path);
   auto bytes = shard.file_bytes();
   Sha256 hash;
   hash.update(bytes.data(), bytes.size());
   std::string digest = hash.hex_digest();
-  check(digest == record.sha256, path.string(), ": SHA-256 ", digest, " does not match the manifest's ",
+  check(digest == record.sha256, (dir_ / record.name).string(), ": SHA-256 ", digest, " does not match the manifest's ",
         record.sha256, " (the shard changed after it was prepared)");
-  check(shard.token_count() == record.tokens, path.string(), ": holds ", shard.token_count(),
-        " tokens, the manifest says ", record.tokens);
-  check(shard.version() == manifest_.shard_version, path.string(), ": version ", shard.version(),
-        ", the manifest says ", manifest_.shard_version);
-  open_order_.push_back(shard_index);
-  return open_shards_.emplace(shard_index, std::move(shard)).first->second;
+  hashed_[shard_index] = true;
+  read_order_.push_back(shard_index);
+  return shard;
 }
 
 void TokenLoader::copy_row(int64_t epoch_row, int32_t* row) {
@@ -151,7 +158,7 @@ void TokenLoader::copy_row(int64_t epoch_row, int32_t* row) {
   // Positions with no windows share first_row with the next one; upper_bound skips past them.
   size_t shard_index = layout_.shard_order[position];
   int64_t window = window_order(shard_index)[static_cast<size_t>(epoch_row - layout_.first_row[position])];
-  open_shard(shard_index).copy_tokens(window * seq_len_, seq_len_ + 1, row);
+  hashed_shard(shard_index).copy_tokens(window * seq_len_, seq_len_ + 1, row);
   // Rows only move forward within an epoch: orders of shards already passed are no longer needed.
   for (size_t p = 0; p < position; ++p) window_orders_.erase(layout_.shard_order[p]);
 }
@@ -192,7 +199,7 @@ void TokenLoader::restore(const LoaderState& state) {
 
 std::vector<std::pair<std::string, std::string>> TokenLoader::shards_read() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (size_t index : open_order_) out.emplace_back(shards_[index].name, shards_[index].sha256);
+  for (size_t index : read_order_) out.emplace_back(shards_[index].name, shards_[index].sha256);
   return out;
 }
 

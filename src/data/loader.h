@@ -10,11 +10,13 @@
 // gets rows [r * batch_rows, (r + 1) * batch_rows) of them, so ranks read disjoint rows. When fewer
 // rows than a step are left, the next epoch begins (a new order; the few rows left are skipped).
 //
-// Only shards that the manifest lists for the split are opened, each checked against the manifest's
-// SHA-256 when first opened. The split "val" is refused: the trainer can never read the pinned
-// validation documents through this class (docs/harness.md, the data gate). With a ReadGuard
-// (util/read_guard.h), every file is admitted by the guard before it is opened, so a manifest or a
-// shard that resolves into val/ or eval_bundle/ is refused and the guard records what was read.
+// Only shards that the manifest lists for the split are opened, all of them when the loader is made:
+// then each file's size, token count and version are checked against the manifest and every token
+// id against its vocabulary, and later its SHA-256, when it is first read. The split "val" is
+// refused: the trainer can never read the pinned validation documents through this class
+// (docs/harness.md, the data gate). With a ReadGuard (util/read_guard.h), every file is admitted by
+// the guard before it is opened, so a manifest or a shard that resolves into val/ or eval_bundle/ is
+// refused and the guard records what was read.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -64,9 +66,9 @@ class TokenLoader {
   // Continues exactly where `state` was; errors if it belongs to another split, seed, seq_len or data.
   void restore(const LoaderState& state);
 
-  // Every shard opened so far, in the order first opened: name and SHA-256 (verified).
+  // Every shard read so far, in the order first read: name and SHA-256 (verified at that first read).
   std::vector<std::pair<std::string, std::string>> shards_read() const;
-  // Every path this loader opened (manifest.json, then shards), for the data-provenance gate.
+  // Every path this loader opened (manifest.json, then every shard of the split), for the data gate.
   std::vector<std::filesystem::path> paths_opened() const;
 
   const Manifest& manifest() const { return manifest_; }
@@ -83,7 +85,8 @@ class TokenLoader {
   };
   void ensure_epoch_layout(int64_t epoch);
   const std::vector<int64_t>& window_order(size_t shard_index);
-  const ShardFile& open_shard(size_t shard_index);
+  // The shard, its SHA-256 checked against the manifest's on the first call.
+  const ShardFile& hashed_shard(size_t shard_index);
   void copy_row(int64_t epoch_row, int32_t* row);
 
   std::filesystem::path dir_;
@@ -95,13 +98,14 @@ class TokenLoader {
   Manifest manifest_;
   std::string manifest_sha256_;
   std::vector<ShardRecord> shards_;
+  std::vector<ShardFile> files_;  // each shard of shards_, mapped and checked (size, header, ids)
+  std::vector<bool> hashed_;      // its SHA-256 checked
   std::vector<int64_t> windows_;  // windows (rows) in each shard
   int64_t rows_per_epoch_ = 0;
   LoaderState position_;
   EpochLayout layout_;
   std::map<size_t, std::vector<int64_t>> window_orders_;  // this epoch's, per shard
-  std::map<size_t, ShardFile> open_shards_;
-  std::vector<size_t> open_order_;
+  std::vector<size_t> read_order_;                        // shards in the order first read
   std::vector<std::filesystem::path> paths_opened_;
   std::vector<int32_t> row_;
 };

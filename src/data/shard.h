@@ -51,6 +51,9 @@ class ShardFile {
   int32_t token(int64_t index) const;
   // Copies tokens [start, start + count) as int32; an error if the range leaves the shard.
   void copy_tokens(int64_t start, int64_t count, int32_t* out) const;
+  // The index of the first token whose id is >= limit, or -1 when there is none: one pass over the
+  // mapped tokens, a vectorised max per block, and a search only inside a block whose max is too large.
+  int64_t first_token_at_or_above(int64_t limit) const;
   // The whole file as mapped, header included (for hashing).
   std::span<const uint8_t> file_bytes() const { return {data_, size_}; }
 

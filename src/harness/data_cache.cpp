@@ -4,6 +4,7 @@
 
 #include "data/corpus_reader.h"
 #include "data/prepare.h"
+#include "data/prepared_folder.h"
 #include "data/text_encoder.h"
 #include "data/tokenizer_training.h"
 #include "text/bpe_trainer.h"
@@ -73,6 +74,18 @@ void read_prepared_record(PreparedData& p) {
   p.pinned_manifest_sha256 = manifest_sha256(p.pinned);
 }
 
+// Moves `dir` out of the way in one rename (so no run can find it half removed), then removes it.
+// A folder already gone was set aside by another run.
+void set_aside(const fs::path& dir, const fs::path& aside) {
+  std::error_code ec;
+  fs::rename(dir, aside, ec);
+  if (ec) {
+    check(!fs::exists(dir), "cannot move the damaged ", dir.string(), " to ", aside.string(), ": ", ec.message());
+    return;
+  }
+  fs::remove_all(aside, ec);
+}
+
 }  // namespace
 
 Json data_cache_key_inputs(const DataCacheSettings& s) {
@@ -96,14 +109,23 @@ PreparedData ensure_prepared_data(const DataCacheSettings& s, std::ostream& log)
   p.key_inputs = data_cache_key_inputs(s);
   p.key = sha256_hex(p.key_inputs.dump());
   p.dir = s.cache_dir / p.key;
-  if (fs::exists(p.dir / kPreparedRecordFileName) && fs::exists(p.dir / kManifestFileName)) {
-    read_prepared_record(p);
-    p.reused = true;
-    p.seconds = clock.seconds();
-    log << "data: reusing the prepared data " << p.dir.string() << " (cache key " << p.key.substr(0, 12)
-        << ", manifest " << p.pinned_manifest_sha256.substr(0, 12) << ")\n"
-        << std::flush;
-    return p;
+  if (fs::exists(p.dir)) {
+    try {
+      read_prepared_record(p);
+      verify_prepared_folder(p.dir, p.pinned);
+      p.reused = true;
+      p.seconds = clock.seconds();
+      log << "data: reusing the prepared data " << p.dir.string() << " (cache key " << p.key.substr(0, 12)
+          << ", manifest " << p.pinned_manifest_sha256.substr(0, 12) << ")\n"
+          << std::flush;
+      return p;
+    } catch (const Error& damage) {
+      // The cache is clocktrain's own derived data: a damaged folder is made again, not repaired.
+      log << "data: the prepared data " << p.dir.string() << " is damaged, so it is prepared again: " << damage.what()
+          << "\n"
+          << std::flush;
+      set_aside(p.dir, s.cache_dir / (".damaged-" + p.key.substr(0, 12) + "-" + std::to_string(::getpid())));
+    }
   }
 
   // Stage everything beside the final folder; a failure leaves the cache as it was.

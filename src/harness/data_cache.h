@@ -6,8 +6,11 @@
 // preparation settings (shard and held-out token counts) and the tokenizer settings (vocabulary
 // size, special tokens). CACHE/<key>/ holds what `clocktrain data prepare` writes (manifest.json,
 // train_NNN.bin, heldout_NNN.bin, tokenizer/) plus prepared.json: the key's inputs and a copy of the
-// manifest as it was prepared. That copy is the run's pin: the gate compares the shards the trainer
-// read against it, so a cache folder changed after preparation fails the `data` check.
+// manifest as it was prepared. That copy is the run's pin: a folder is reused only when its
+// manifest.json, tokenizer and every shard's size and header match it (data/prepared_folder.h
+// verify_prepared_folder), else it is moved aside and prepared again, saying why; the trainer's
+// loader checks each shard's SHA-256 when it reads it, and the gate compares the shards the trainer
+// read against the pin (the `data` check).
 //
 // Preparation reads DATA/corpus and nothing else: never DATA/val or DATA/eval_bundle (a corpus
 // folder or file that resolves into them is refused), so no validation shards are made and the
@@ -47,8 +50,8 @@ struct PreparedData {
 // What the key hashes, from the corpus as it is now (every file hashed). Errors name the file.
 Json data_cache_key_inputs(const DataCacheSettings& settings);
 
-// Finds CACHE/<key>, or trains the tokenizer and prepares the shards into it. Lines of what it
-// did go to `log`.
+// Finds CACHE/<key> and checks it against its pin, or (absent or damaged) trains the tokenizer and
+// prepares the shards into it. Lines of what it did go to `log`.
 PreparedData ensure_prepared_data(const DataCacheSettings& settings, std::ostream& log);
 
 }  // namespace ct

@@ -243,14 +243,6 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   cache.progress = o.progress;
   const PreparedData prepared = ensure_prepared_data(cache, log);
   if (writer && backend->world_size() > 1) wait_for_every_process(*backend);
-  try {
-    const std::string now = manifest_file_sha256(prepared.dir);
-    if (now != prepared.pinned_manifest_sha256)
-      out.notes.push_back(str(prepared.dir.string(), "/manifest.json changed after preparation (sha256 ",
-                              now.substr(0, 12), ", pinned ", prepared.pinned_manifest_sha256.substr(0, 12), ")"));
-  } catch (const std::exception& e) {
-    out.notes.push_back(e.what());
-  }
 
   if (writer) {
     ensure_directory(out.run_dir);

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "data/loader.h"
 #include "data/manifest.h"
+#include "data/prepared_folder.h"
 #include "model/gpt.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -156,11 +157,9 @@ void Run::set_up() {
   result_.lineage = lineage_;
   stop_if_signalled_in_startup();
 
-  // The data: the manifest must describe tokens of this recipe's vocabulary.
-  check(fs::exists(options_.data_dir / kManifestFileName), (options_.data_dir / kManifestFileName).string(),
-        ": missing: --data must be a prepared data folder (make one with `clocktrain data prepare --out ",
-        options_.data_dir.string(), "`)");
-  const Manifest manifest = load_manifest(options_.data_dir);
+  // The data: the manifest must describe tokens of this recipe's vocabulary, made by the tokenizer
+  // that the checkpoint will carry.
+  const Manifest manifest = load_prepared_manifest(options_.data_dir);
   const std::string manifest_path = (options_.data_dir / kManifestFileName).string();
   check(manifest.vocab_size == r.model.vocab_size, manifest_path, ": vocab_size ", manifest.vocab_size,
         " differs from the recipe's model.vocab_size ", r.model.vocab_size, " (", r.source_path, ")");
@@ -170,6 +169,7 @@ void Run::set_up() {
           ": missing (the checkpoint carries the tokenizer; prepare the data folder with `clocktrain data prepare`)");
     if (options_.read_guard) options_.read_guard->admit(tokenizer_dir_ / name);  // copied into each checkpoint
   }
+  verify_prepared_tokenizer(options_.data_dir, manifest);
   const int64_t T = r.model.sequence_len;
   loader_ = std::make_unique<TokenLoader>(options_.data_dir, "train", r.micro_batch_rows, T, r.seed, rank_, world_,
                                           options_.read_guard);

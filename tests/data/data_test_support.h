@@ -1,16 +1,20 @@
 #pragma once
 // Helpers for the data tests: small hand-made corpus files (plain, zstd, gzip), a byte-level stand-in
 // encoder (each byte its own id, <|bos|> = 256) so the pipeline is tested without training a
-// tokenizer, and decoding shards back into documents.
+// tokenizer, the real tokenizer that encodes the same way, and decoding shards back into documents.
 #include <zlib.h>
 #include <zstd.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "data/shard.h"
 #include "data/text_encoder.h"
 #include "test_support.h"
+#include "text/base64.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer.h"
 #include "util/files.h"
 #include "util/json.h"
 
@@ -63,6 +67,33 @@ class ByteEncoder : public TextEncoder {
   int64_t vocab_size() const override { return 257; }
   std::string sha256() const override { return std::string(64, 'b'); }
 };
+
+// A Tokenizer that encodes as ByteEncoder does: the 256 byte tokens (rank = byte), no merges, then
+// <|bos|> = 256. Data prepared with it (tokenizer_encoder) carries tokenizer files that match its
+// manifest, as `clocktrain data prepare` makes them.
+inline Tokenizer byte_tokenizer() {
+  std::string tiktoken;
+  for (int b = 0; b < 256; ++b)
+    tiktoken += base64_encode(std::string(1, static_cast<char>(b))) + " " + std::to_string(b) + "\n";
+  const Json json = {
+      {"pattern", std::string(kSplitPattern)}, {"special_tokens", {{"<|bos|>", 256}}}, {"vocab_size", 257}};
+  return Tokenizer::from_file_contents(tiktoken, json.dump(), "byte.tiktoken", "byte.json");
+}
+
+// Swaps the token bytes of ranks a and b in a tokenizer.tiktoken, each line keeping its rank: a
+// tokenizer that still loads but encodes differently from the one the file held.
+inline void swap_tiktoken_tokens(const fs::path& path, size_t a, size_t b) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  auto token_of = [](const std::string& line) { return line.substr(0, line.find(' ')); };
+  const std::string token_a = token_of(lines.at(a)), token_b = token_of(lines.at(b));
+  lines[a] = token_b + lines[a].substr(token_a.size());
+  lines[b] = token_a + lines[b].substr(token_b.size());
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  write_file_atomic(path, text);
+}
 
 // All tokens of the given shards, in order.
 inline std::vector<int32_t> read_tokens(const std::vector<fs::path>& shards) {

@@ -219,19 +219,19 @@ TEST(Loader, AReadGuardAdmitsEveryFileAndRefusesValidationData) {
   guard.forbid_pinned_evaluation_data(DataLayout{data});
   {
     TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
-    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
+    // Made, the loader has opened the manifest and every shard of its split, in manifest order.
     std::vector<std::string> expected = {canonical_for_guard(prepared / "manifest.json").string()};
-    for (const auto& [name, sha] : loader.shards_read()) expected.push_back(canonical_for_guard(prepared / name).string());
+    for (const auto& s : loader.manifest().shards_of("train"))
+      expected.push_back(canonical_for_guard(prepared / s.name).string());
+    EXPECT_EQ(guard.opened(), expected);
+    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
     EXPECT_EQ(guard.opened(), expected);
     EXPECT_TRUE(guard.refused().empty());
   }
-  // A shard that is really a file of the validation folder (a link) is refused when first opened.
+  // A shard that is really a file of the validation folder (a link) is refused when the loader is made.
   fs::rename(prepared / "train_002.bin", data / "val" / "moved.bin");
   fs::create_symlink(data / "val" / "moved.bin", prepared / "train_002.bin");
-  TokenLoader loader(prepared, "train", 2, 8, 1, 0, 1, &guard);
-  std::string message = error_of([&] {
-    for (int step = 0; step < loader.batches_per_epoch(); ++step) next(loader);
-  });
+  std::string message = error_of([&] { TokenLoader(prepared, "train", 2, 8, 1, 0, 1, &guard); });
   EXPECT_NE(message.find("train_002.bin: refused"), std::string::npos) << message;
   ASSERT_EQ(guard.refused().size(), 1u);
   EXPECT_EQ(guard.refused()[0], canonical_for_guard(data / "val" / "moved.bin").string());
@@ -258,6 +258,54 @@ TEST(Loader, ShardChangedAfterPreparationIsAnErrorNamingIt) {
   message = error_of([&] { TokenLoader(dir.path(), "train", 2, 8, 1); });
   EXPECT_NE(message.find("train_001.bin: listed in the manifest for split \"train\" but missing"), std::string::npos)
       << message;
+}
+
+// Sets one field of the record of shard `name` in dir/manifest.json.
+void edit_shard_record(const fs::path& dir, const std::string& name, const std::string& field, const Json& value) {
+  Json m = read_json_file(dir / "manifest.json");
+  for (auto& s : m["shards"])
+    if (s["name"] == name) s[field] = value;
+  write_file_atomic(dir / "manifest.json", m.dump(2));
+}
+
+// The manifest's token count was trusted until the shard was first read: the first epoch's window
+// order was sized from it (99999999999 / 8 windows of 8 bytes, 100 GB) before any comparison.
+TEST(Loader, AManifestClaimingMoreTokensThanTheShardHoldsIsRefusedWhenTheLoaderIsMade) {
+  TempDir dir;
+  make_data(dir.path());
+  edit_shard_record(dir.path(), "train_001.bin", "tokens", int64_t{99999999999});
+  const std::string message = error_of([&] { TokenLoader(dir.path(), "train", 2, 8, 1); });
+  EXPECT_NE(message.find("train_001.bin: holds 250 tokens (header, byte 8), the manifest says 99999999999"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Loader, AManifestWhoseBytesDifferFromTheFileIsRefusedWhenTheLoaderIsMade) {
+  TempDir dir;
+  make_data(dir.path());
+  const uint64_t bytes = fs::file_size(dir / "heldout_000.bin");
+  edit_shard_record(dir.path(), "heldout_000.bin", "bytes", bytes + 2);
+  const std::string message = error_of([&] { TokenLoader(dir.path(), "heldout", 2, 8, 1); });
+  EXPECT_NE(message.find(str("heldout_000.bin: the file is ", bytes, " bytes, the manifest says ", bytes + 2)),
+            std::string::npos)
+      << message;
+}
+
+// An id the model's embedding cannot hold was found only when a batch holding it reached the model
+// (for the held-out split, at the first held-out evaluation, after training), naming no file.
+TEST(Loader, AnIdOutsideTheManifestsVocabularyIsRefusedWhenTheLoaderIsMade) {
+  TempDir dir;
+  make_data(dir.path());
+  // The held-out shard holds ids 50000 .. 50119, the train shards ids below 30180.
+  Json m = read_json_file(dir / "manifest.json");
+  m["tokenizer"]["vocab_size"] = 50100;
+  write_file_atomic(dir / "manifest.json", m.dump(2));
+  const std::string message = error_of([&] { TokenLoader(dir.path(), "heldout", 2, 8, 1); });
+  EXPECT_NE(message.find("heldout_000.bin: token 100 (byte 1224) is 50100, outside the vocabulary [0, 50100)"),
+            std::string::npos)
+      << message;
+  TokenLoader train(dir.path(), "train", 2, 8, 1);
+  next(train);
 }
 
 TEST(Loader, MovesWithItsPosition) {

@@ -86,6 +86,29 @@ TEST(Shard, ReadingOutsideTheShardIsAnError) {
   EXPECT_THROW(shard.copy_tokens(1, 3, out), Error);
 }
 
+// The vocabulary check's scan: blocks of 64 Ki tokens, so a shard of 200,000 tokens has three whole
+// blocks and a partial one; the first id at or above the limit is found wherever it lies.
+TEST(Shard, FirstTokenAtOrAboveFindsTheFirstSuchIdInEveryBlockAndWidth) {
+  TempDir dir;
+  const int64_t n = 200000;
+  for (int version : {1, 2}) {
+    const int32_t limit = version == 1 ? 8192 : 100000;
+    for (int64_t bad : {int64_t{0}, int64_t{65535}, int64_t{65536}, int64_t{150001}, n - 1}) {
+      std::vector<int32_t> tokens(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>(i % limit);
+      tokens[static_cast<size_t>(bad)] = limit;
+      if (bad + 7 < n) tokens[static_cast<size_t>(bad + 7)] = limit + 5;  // a later one is not reported
+      write_shard(dir / "s.bin", tokens, version);
+      const ShardFile shard = ShardFile::open(dir / "s.bin");
+      EXPECT_EQ(shard.first_token_at_or_above(limit), bad) << "version " << version << ", bad id at " << bad;
+      EXPECT_EQ(shard.first_token_at_or_above(limit + 6), -1);
+      EXPECT_EQ(shard.first_token_at_or_above(limit + 5), bad + 7 < n ? bad + 7 : -1);
+    }
+  }
+  write_shard(dir / "e.bin", {}, 1);
+  EXPECT_EQ(ShardFile::open(dir / "e.bin").first_token_at_or_above(0), -1);
+}
+
 class DamagedShard : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -147,27 +147,46 @@ RunResult run_after_tampering(const TempDir& tmp, const std::function<void(const
   return read_result_file(tmp / "run2");
 }
 
-TEST(Run, AShardOutsideThePinnedManifestFailsData) {
+// A cached folder changed after preparation was reused ("reusing the prepared data", gate PASS data
+// with a swapped tokenizer; a changed manifest only noted). It is checked against its pin now, and a
+// damaged one is set aside and prepared again, saying why: first two swapped tokens of the tokenizer,
+// then a shard renamed in the manifest too.
+TEST(Run, ADamagedCacheIsPreparedAgain) {
   TempDir tmp;
-  CommandResult run;
-  // The cached folder's train shard is renamed, in its manifest too, after preparation: the trainer
-  // reads a shard the pinned manifest (prepared.json) does not list.
-  const RunResult r = run_after_tampering(
-      tmp,
-      [](const fs::path& prepared, const fs::path&) {
-        Json m = read_json_file(prepared / "manifest.json");
-        for (auto& s : m["shards"])
-          if (s["name"] == "train_000.bin") s["name"] = "train_900.bin";
-        write_file_atomic(prepared / "manifest.json", m.dump(2));
-        fs::rename(prepared / "train_000.bin", prepared / "train_900.bin");
-      },
-      run);
-  EXPECT_EQ(run.exit_code, kGateFailed) << run.output;
-  EXPECT_NE(run.output.find("manifest.json changed after preparation"), std::string::npos) << run.output;
-  EXPECT_FALSE(check_named(r, "data").passed);
-  EXPECT_NE(check_named(r, "data").evidence.find("train_900.bin is not in the manifest"), std::string::npos)
-      << check_named(r, "data").evidence;
-  EXPECT_TRUE(check_named(r, "valid_score").passed);
+  const fs::path data = make_run_data(tmp.path());
+  const fs::path recipe = write_run_recipe(tmp / "toy.toml");
+  auto first = clocktrain_run(recipe, data, tmp / "cache", tmp / "run1");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const fs::path prepared = only_cache_entry(tmp / "cache");
+  const std::string pinned_manifest = read_file(prepared / "manifest.json");
+  const std::string tokenizer = read_file(prepared / "tokenizer" / "tokenizer.tiktoken");
+  const std::string damaged = "data: the prepared data " + prepared.string() + " is damaged, so it is prepared again: ";
+
+  swap_tiktoken_tokens(prepared / "tokenizer" / "tokenizer.tiktoken", 97, 98);
+  auto second = clocktrain_run(recipe, data, tmp / "cache", tmp / "run2");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find(damaged), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("the tokenizer files changed after preparation"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("data: preparing"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("data: reusing"), std::string::npos) << second.output;
+  EXPECT_EQ(read_file(prepared / "tokenizer" / "tokenizer.tiktoken"), tokenizer);
+  EXPECT_TRUE(read_result_file(tmp / "run2").gate.eligible);
+
+  Json m = read_json_file(prepared / "manifest.json");
+  for (auto& s : m["shards"])
+    if (s["name"] == "train_000.bin") s["name"] = "train_900.bin";
+  write_file_atomic(prepared / "manifest.json", m.dump(2));
+  fs::rename(prepared / "train_000.bin", prepared / "train_900.bin");
+  auto third = clocktrain_run(recipe, data, tmp / "cache", tmp / "run3");
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.output.find(damaged), std::string::npos) << third.output;
+  EXPECT_NE(third.output.find("differs from the manifest as prepared"), std::string::npos) << third.output;
+  EXPECT_EQ(read_file(prepared / "manifest.json"), pinned_manifest);
+  EXPECT_FALSE(fs::exists(prepared / "train_900.bin"));
+  const RunResult r = read_result_file(tmp / "run3");
+  EXPECT_TRUE(r.gate.eligible);
+  EXPECT_TRUE(check_named(r, "data").passed) << check_named(r, "data").evidence;
+  EXPECT_EQ(folders_in(tmp / "cache"), 1u) << "the damaged folders are gone";
 }
 
 TEST(Run, ATrainerReadOfTheValidationFolderIsRefusedAndFailsData) {

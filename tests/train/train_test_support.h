@@ -1,8 +1,8 @@
 #pragma once
 // A small prepared data folder for the trainer tests: a hand-made corpus of simple, repetitive English
 // sentences (so that a tiny model's loss visibly falls), tokenized by prepare_data with the data
-// tests' byte-level stand-in encoder (257 ids), and recipes/tiny.toml resized to that vocabulary.
-// The tokenizer/ files are placeholders: the trainer only copies them into the checkpoint.
+// tests' byte-level tokenizer (257 ids), which is saved beside the shards as `data prepare` does, and
+// recipes/tiny.toml resized to that vocabulary.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 
 #include "data/data_test_support.h"
 #include "data/prepare.h"
+#include "data/text_encoder.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
 #include "util/json.h"
@@ -45,11 +46,9 @@ inline fs::path make_test_data(const fs::path& root) {
   settings.heldout_tokens = 4000;
   settings.threads = 2;
   settings.progress = false;
-  ByteEncoder encoder;
-  prepare_data(settings, encoder);
-  fs::create_directories(root / "data" / "tokenizer");
-  write_file_atomic(root / "data" / "tokenizer" / "tokenizer.tiktoken", "placeholder for the trainer tests\n");
-  write_file_atomic(root / "data" / "tokenizer" / "tokenizer.json", "{\"placeholder\": true}\n");
+  const Tokenizer tokenizer = byte_tokenizer();
+  prepare_data(settings, *tokenizer_encoder(tokenizer));
+  tokenizer.save(root / "data" / "tokenizer");
   return root / "data";
 }
 
