@@ -92,6 +92,10 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
   }
   if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
     env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
+  if (const char* timeout = lookup("CLOCKTRAIN_COLLECTIVE_TIMEOUT"))
+    env.collective_timeout_seconds = parse_seconds("CLOCKTRAIN_COLLECTIVE_TIMEOUT", timeout);
+  if (const char* timeout = lookup("CLOCKTRAIN_RANK0_TIMEOUT"))
+    env.rank0_timeout_seconds = parse_seconds("CLOCKTRAIN_RANK0_TIMEOUT", timeout);
   // Whether the processes can meet is checked by what connects them: the process group for CPU
   // processes (process_group.h), the NCCL id's rendezvous for GPU processes (rendezvous.h).
   return env;

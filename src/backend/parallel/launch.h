@@ -25,6 +25,9 @@ struct LaunchEnvironment {
   bool torchrun_agent_store = false;
   int restart_count = 0;            // TORCHELASTIC_RESTART_COUNT: how often torchrun restarted the workers
   double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait to meet
+  // How long a process waits in one collective before it holds a roll call and ends the job (stall.h):
+  double collective_timeout_seconds = 300.0;  // CLOCKTRAIN_COLLECTIVE_TIMEOUT: rank 0, for the others
+  double rank0_timeout_seconds = 3600.0;      // CLOCKTRAIN_RANK0_TIMEOUT: the others, for rank 0
   bool distributed() const { return world_size > 1; }
   bool id_travels_by_mpi() const;  // mpirun, and this build has MPI
 };
