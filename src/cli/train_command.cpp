@@ -1,10 +1,13 @@
 // clocktrain train RECIPE: one training run against the clock (docs/train.md).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "backend/parallel/launch.h"
 #include "cli/commands.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
@@ -31,11 +34,13 @@ struct TrainArgs {
   bool no_progress = false;
 };
 
-// The command that continues this run: the same recipe and options (a resumed run is the same run
-// only with the same budget or steps, data, seed, threads and batch), reading the checkpoint.
-std::string resume_command(const TrainArgs& a, bool budget_given, bool steps_given,
+// The command that continues this run: the same launcher and process count (a checkpoint resumes on
+// as many processes as trained it), the binary as it was invoked, the same recipe and options (a
+// resumed run is the same run only with the same budget or steps, data, seed, threads and batch),
+// reading the checkpoint.
+std::string resume_command(const std::string& program, const TrainArgs& a, bool budget_given, bool steps_given,
                            const std::filesystem::path& checkpoint) {
-  std::vector<std::string> argv = {"clocktrain", "train", a.recipe, "--data", a.data};
+  std::vector<std::string> argv = {program, "train", a.recipe, "--data", a.data};
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.15g", a.budget);
   if (budget_given) argv.insert(argv.end(), {"--budget", budget});
@@ -45,10 +50,10 @@ std::string resume_command(const TrainArgs& a, bool budget_given, bool steps_giv
   if (a.micro_batch_rows > 0) argv.insert(argv.end(), {"--micro-batch-rows", std::to_string(a.micro_batch_rows)});
   if (a.no_progress) argv.push_back("--no-progress");
   argv.insert(argv.end(), {"--resume", checkpoint.string()});
-  return shell_join(argv);
+  return shell_join(relaunch_command(launch_environment_from_process(), argv, ::geteuid() == 0));
 }
 
-void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
+void run_train(const std::string& program, const TrainArgs& a, bool budget_given, bool steps_given) {
   check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
   TrainOptions options;
   options.recipe = load_recipe(a.recipe);
@@ -99,7 +104,7 @@ void run_train(const TrainArgs& a, bool budget_given, bool steps_given) {
   check(result.ok(), "train: ", result.error);
   if (result.stop_signal != 0) {
     std::printf("stopped by %s; continue with: %s\n", result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
-                resume_command(a, budget_given, steps_given, result.checkpoint_dir).c_str());
+                resume_command(program, a, budget_given, steps_given, result.checkpoint_dir).c_str());
     std::fflush(stdout);
     throw CLI::RuntimeError(128 + result.stop_signal);  // the shell's convention for a signalled command
   }
@@ -123,7 +128,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--stop-after-steps", args->stop_after_steps,
                   "Stop after this many steps of this session and save a resumable checkpoint");
   cmd->add_flag("--no-progress", args->no_progress, "No status line on the terminal");
-  cmd->callback([args, budget, steps] { run_train(*args, budget->count() > 0, steps->count() > 0); });
+  // (CLI11 names the app after argv[0] as invoked: the binary the continuing command starts)
+  cmd->callback([&app, args, budget, steps] {
+    run_train(app.get_name(), *args, budget->count() > 0, steps->count() > 0);
+  });
 }
 
 }  // namespace ct::cli

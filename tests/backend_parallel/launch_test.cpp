@@ -1,9 +1,10 @@
-// The launch environment: which variables set rank, world size and local rank (errors name them), and
-// the collectives' limits.
+// The launch environment: which variables set rank, world size and local rank (errors name them), the
+// collectives' limits, and the command that starts the job again.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "backend/parallel/launch.h"
 #include "backend/parallel/stall.h"
@@ -127,6 +128,29 @@ TEST(LaunchEnvironment, CollectiveLimitsAreRank0sAndTheOthers) {
             "rank 1 did not answer the roll call within 2.5 s: it stopped responding (stopped, hung, or cut off "
             "from rank 0)");
   EXPECT_EQ(rank_list({1, 3}), "ranks 1, 3");
+}
+
+// The command that starts the job again: the launcher with the process count and what it needs to
+// start at all, then the program as invoked.
+TEST(LaunchEnvironment, RelaunchCommandStartsTheSameNumberOfProcesses) {
+  const std::vector<std::string> program = {"./build/clocktrain", "train", "r.toml"};
+  using Argv = std::vector<std::string>;
+  EXPECT_EQ(relaunch_command(parse({}), program, false), program);
+  const std::map<std::string, std::string> mpi = {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
+  EXPECT_EQ(relaunch_command(parse(mpi), program, false),
+            (Argv{"mpirun", "-np", "2", "./build/clocktrain", "train", "r.toml"}));
+  // as root, Open MPI starts only with --allow-run-as-root (or two variables the shell may not have)
+  std::map<std::string, std::string> mpi_options = mpi;
+  mpi_options.insert({{"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_hwloc_base_binding_policy", "none"}});
+  EXPECT_EQ(relaunch_command(parse(mpi_options), program, true),
+            (Argv{"mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--allow-run-as-root",
+                  "./build/clocktrain", "train", "r.toml"}));
+  EXPECT_EQ(relaunch_command(parse({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}}), program, false),
+            (Argv{"torchrun", "--nproc_per_node", "4", "--no-python", "./build/clocktrain", "train", "r.toml"}));
+  EXPECT_EQ(relaunch_command(parse({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}), program,
+                             false),
+            (Argv{"srun", "-n", "2", "./build/clocktrain", "train", "r.toml"}));
 }
 
 }  // namespace

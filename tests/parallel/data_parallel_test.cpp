@@ -319,6 +319,62 @@ INSTANTIATE_TEST_SUITE_P(Launchers, StoppedProcess,
                            return std::get<0>(info.param) + "_rank" + std::to_string(std::get<1>(info.param));
                          });
 
+// A 2-process run stopped by SIGTERM (sent to rank 0, whose clock and signals every process follows)
+// prints the command that continues it, launcher included: run as printed it resumes the run on two
+// processes to its last step. Under mpirun, and under torchrun (a `torchrun` on PATH that starts the
+// stand-in launcher).
+class SignalledJob : public DataParallel, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
+  const bool under_mpirun = GetParam() == "mpirun";
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
+  fs::create_directories(dir / "bin");
+  const fs::path standin = test::source_dir() / "tests" / "parallel" / "torchrun_standin.py";
+  write_file_atomic(dir / "bin" / "torchrun",
+                    "#!/bin/sh\nexec " + test::python() + " " + standin.string() + " \"$@\"\n");
+  fs::permissions(dir / "bin" / "torchrun", fs::perms::owner_all);
+  const std::string path = "PATH=" + (dir / "bin").string() + ":$PATH ";
+  const std::string launcher = under_mpirun ? mpirun(2) : path + "torchrun --nproc_per_node 2 --no-python ";
+  const fs::path run = dir / "run";
+  constexpr int64_t kSteps = 30;
+  start_in_background(launcher + writing_pids(dir.path(), under_mpirun ? "OMPI_COMM_WORLD_RANK" : "RANK",
+                                              train(dir / "tiny.toml") + " --steps " + std::to_string(kSteps) +
+                                                  " --out " + run.string()),
+                      dir / "job.log", dir / "job.status");
+  ASSERT_TRUE(wait_until(60, [&] { return train_rows(run) >= 3; })) << read_file(dir / "job.log");
+  ASSERT_EQ(::kill(pid_in(dir / "pid.0"), SIGTERM), 0);
+  ASSERT_TRUE(wait_until(60, [&] { return fs::exists(dir / "job.status"); })) << read_file(dir / "job.log");
+  const std::string output = read_file(dir / "job.log");
+  EXPECT_NE(read_file(dir / "job.status"), "0\n") << output;
+  ASSERT_LT(read_json_file(run / "train_summary.json")["steps"].get<int64_t>(), kSteps)
+      << "the run ended before the signal; nothing was tested";
+
+  const std::string marker = "stopped by SIGTERM; continue with: ";
+  const size_t at = output.find(marker);
+  ASSERT_NE(at, std::string::npos) << output;
+  const std::string printed = output.substr(at + marker.size(), output.find('\n', at) - at - marker.size());
+  const std::string as_root = ::geteuid() == 0 ? "--allow-run-as-root " : "";
+  const std::string expected_start =
+      (under_mpirun ? "mpirun -np 2 --oversubscribe --bind-to none " + as_root
+                    : std::string("torchrun --nproc_per_node 2 --no-python ")) +
+      test::clocktrain_bin() + " train ";
+  EXPECT_EQ(printed.substr(0, expected_start.size()), expected_start) << printed;
+  EXPECT_NE(printed.find(" --resume " + (run / "checkpoint").string()), std::string::npos) << printed;
+
+  // as printed (torchrun found on PATH, as where it was started)
+  const auto r = test::run_command(path + printed);
+  ASSERT_EQ(r.exit_code, 0) << printed << "\n" << r.output;
+  EXPECT_EQ(read_json_file(run / "train_summary.json")["steps"], kSteps);
+  EXPECT_EQ(read_json_file(run / "train_summary.json")["device"]["world_size"], 2);
+  const auto events = test::rows_of_kind(test::read_metrics(run), "event");
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const Json& e) { return e["event"] == "resume"; }));
+  EXPECT_EQ(test::rows_of_kind(test::read_metrics(run), "train").size(), static_cast<size_t>(kSteps));
+}
+
+INSTANTIATE_TEST_SUITE_P(Launchers, SignalledJob, ::testing::Values("mpirun", "torchrun"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 // optimizer.sharded: each process updates the matrices and AdamW parameters it owns and broadcasts
 // them; the owner computes exactly what every process computes unsharded, so the run is the same
 // bits. A checkpoint gathers the owners' state first: a sharded run resumed from its checkpoint
