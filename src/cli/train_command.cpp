@@ -1,10 +1,13 @@
 // clocktrain train RECIPE: one training run against the clock (docs/train.md).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "backend/parallel/launch.h"
 #include "cli/commands.h"
 #include "cli/number_options.h"
 #include "train/recipe.h"
@@ -36,13 +39,14 @@ struct TrainArgs {
   bool no_progress = false;
 };
 
-// The command that continues this run: the same recipe and options (a resumed run is the same run
-// only with the same budget or steps, data, seed, threads and batch), reading the checkpoint, and
-// writing into this run folder when that is not the checkpoint's own. A run stopped before its first
-// step has no checkpoint: the same command again, into the same folder.
-std::string resume_command(const TrainArgs& a, const std::filesystem::path& checkpoint,
+// The command that continues this run: the same launcher and process count (a checkpoint resumes on
+// as many processes as trained it), the binary as it was invoked, the same recipe and options (a
+// resumed run is the same run only with the same budget or steps, data, seed, threads and batch),
+// reading the checkpoint, and writing into this run folder when that is not the checkpoint's own. A
+// run stopped before its first step has no checkpoint: the same command again, into the same folder.
+std::string resume_command(const std::string& program, const TrainArgs& a, const std::filesystem::path& checkpoint,
                            const std::filesystem::path& out_dir) {
-  std::vector<std::string> argv = {"clocktrain", "train", a.recipe, "--data", a.data};
+  std::vector<std::string> argv = {program, "train", a.recipe, "--data", a.data};
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.15g", a.budget);
   if (a.budget_option->count()) argv.insert(argv.end(), {"--budget", budget});
@@ -55,10 +59,10 @@ std::string resume_command(const TrainArgs& a, const std::filesystem::path& chec
   if (checkpoint.empty() || checkpoint.lexically_normal().parent_path() != out_dir.lexically_normal())
     argv.insert(argv.end(), {"--out", out_dir.string()});
   if (!checkpoint.empty()) argv.insert(argv.end(), {"--resume", checkpoint.string()});
-  return shell_join(argv);
+  return shell_join(relaunch_command(launch_environment_from_process(), argv, ::geteuid() == 0));
 }
 
-void run_train(const TrainArgs& a) {
+void run_train(const std::string& program, const TrainArgs& a) {
   const bool budget_given = a.budget_option->count() > 0, steps_given = a.steps_option->count() > 0;
   check(!(budget_given && steps_given), "train: give --budget or --steps, not both");
   TrainOptions options;
@@ -111,7 +115,7 @@ void run_train(const TrainArgs& a) {
   check(result.ok(), "train: ", result.error);
   if (result.stop_signal != 0) {
     std::printf("stopped by %s; continue with: %s\n", result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
-                resume_command(a, result.checkpoint_dir, options.out_dir).c_str());
+                resume_command(program, a, result.checkpoint_dir, options.out_dir).c_str());
     std::fflush(stdout);
     throw CLI::RuntimeError(128 + result.stop_signal);  // the shell's convention for a signalled command
   }
@@ -144,7 +148,8 @@ void add_train_command(CLI::App& app) {
                   "Stop after this many steps of this session and save a resumable checkpoint")
       ->check(integer_in(1));
   cmd->add_flag("--no-progress", args->no_progress, "No status line on the terminal");
-  cmd->callback([args] { run_train(*args); });
+  // (CLI11 names the app after argv[0] as invoked: the binary the continuing command starts)
+  cmd->callback([&app, args] { run_train(app.get_name(), *args); });
 }
 
 }  // namespace ct::cli

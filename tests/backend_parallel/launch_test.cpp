@@ -1,10 +1,13 @@
-// The launch environment: which variables set rank, world size and local rank; errors name them.
+// The launch environment: which variables set rank, world size and local rank (errors name them), the
+// collectives' limits, and the command that starts the job again.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "backend/parallel/launch.h"
+#include "backend/parallel/stall.h"
 #include "util/error.h"
 
 namespace ct {
@@ -97,6 +100,57 @@ TEST(LaunchEnvironment, ErrorsNameTheVariable) {
             std::string::npos);
   EXPECT_NE(error_of({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"), std::string::npos);
   EXPECT_NE(error_of({{"CLOCKTRAIN_RENDEZVOUS_TIMEOUT", "-1"}}).find("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"), std::string::npos);
+  EXPECT_NE(error_of({{"CLOCKTRAIN_COLLECTIVE_TIMEOUT", "0"}}).find("CLOCKTRAIN_COLLECTIVE_TIMEOUT='0' is not"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"CLOCKTRAIN_RANK0_TIMEOUT", "soon"}}).find("CLOCKTRAIN_RANK0_TIMEOUT='soon' is not a positive"),
+            std::string::npos);
+}
+
+// How long a process waits in a collective (stall.h): rank 0 for the others, the others for rank 0.
+TEST(LaunchEnvironment, CollectiveLimitsAreRank0sAndTheOthers) {
+  const LaunchEnvironment defaults = parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                            {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  EXPECT_EQ(defaults.collective_timeout_seconds, 300.0);
+  EXPECT_EQ(defaults.rank0_timeout_seconds, 3600.0);
+  const std::map<std::string, std::string> set = {{"CLOCKTRAIN_COLLECTIVE_TIMEOUT", "2.5"},
+                                                  {"CLOCKTRAIN_RANK0_TIMEOUT", "7"}};
+  std::map<std::string, std::string> rank0 = set, rank1 = set;
+  rank0.insert({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}});
+  rank1.insert({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
+  const StallLimit on_rank0 = stall_limit(parse(rank0)), on_rank1 = stall_limit(parse(rank1));
+  EXPECT_EQ(on_rank0.seconds, 2.5);
+  EXPECT_EQ(on_rank0.variable, "CLOCKTRAIN_COLLECTIVE_TIMEOUT");
+  EXPECT_EQ(on_rank0.roll_call_seconds, 2.5);  // never longer than the limit itself
+  EXPECT_EQ(on_rank1.seconds, 7.0);
+  EXPECT_EQ(on_rank1.variable, "CLOCKTRAIN_RANK0_TIMEOUT");
+  EXPECT_EQ(on_rank1.roll_call_seconds, 5.0);
+  EXPECT_EQ(roll_call_verdict({1}, 2.5),
+            "rank 1 did not answer the roll call within 2.5 s: it stopped responding (stopped, hung, or cut off "
+            "from rank 0)");
+  EXPECT_EQ(rank_list({1, 3}), "ranks 1, 3");
+}
+
+// The command that starts the job again: the launcher with the process count and what it needs to
+// start at all, then the program as invoked.
+TEST(LaunchEnvironment, RelaunchCommandStartsTheSameNumberOfProcesses) {
+  const std::vector<std::string> program = {"./build/clocktrain", "train", "r.toml"};
+  using Argv = std::vector<std::string>;
+  EXPECT_EQ(relaunch_command(parse({}), program, false), program);
+  const std::map<std::string, std::string> mpi = {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}};
+  EXPECT_EQ(relaunch_command(parse(mpi), program, false),
+            (Argv{"mpirun", "-np", "2", "./build/clocktrain", "train", "r.toml"}));
+  // as root, Open MPI starts only with --allow-run-as-root (or two variables the shell may not have)
+  std::map<std::string, std::string> mpi_options = mpi;
+  mpi_options.insert({{"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_hwloc_base_binding_policy", "none"}});
+  EXPECT_EQ(relaunch_command(parse(mpi_options), program, true),
+            (Argv{"mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--allow-run-as-root",
+                  "./build/clocktrain", "train", "r.toml"}));
+  EXPECT_EQ(relaunch_command(parse({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}}), program, false),
+            (Argv{"torchrun", "--nproc_per_node", "4", "--no-python", "./build/clocktrain", "train", "r.toml"}));
+  EXPECT_EQ(relaunch_command(parse({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}), program,
+                             false),
+            (Argv{"srun", "-n", "2", "./build/clocktrain", "train", "r.toml"}));
 }
 
 }  // namespace

@@ -3,16 +3,23 @@
 // process count, a killed process stopping the job, and the start-up checks across processes.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
+#include <thread>
+#include <tuple>
 
 #include "run/run_test_support.h"
 #include "train/train_test_support.h"
 #include "util/threads.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/text_format.h"
 
 namespace ct {
 namespace {
@@ -52,6 +59,73 @@ std::string installed_torchrun() {
   return fs::exists(venv) ? venv.string() : "";
 }
 
+// Starts the shell command `command` in the background with its output in `log`; `status` gets its
+// exit status once it ends.
+void start_in_background(const std::string& command, const fs::path& log, const fs::path& status) {
+  const std::string line = "(" + command + " > " + log.string() + " 2>&1; echo $? > " + status.string() + ") &";
+  ASSERT_EQ(std::system(line.c_str()), 0) << line;
+}
+
+// Polls `done` every 20 ms for up to `seconds`.
+template <typename Fn>
+bool wait_until(double seconds, Fn&& done) {
+  const Stopwatch watch;
+  while (!done()) {
+    if (watch.seconds() > seconds) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// The fields of /proc/PID/stat after the command name; empty when the process is gone.
+std::vector<std::string> proc_stat(pid_t pid) {
+  std::error_code error;
+  const fs::path path = "/proc/" + std::to_string(pid) + "/stat";
+  if (!fs::exists(path, error)) return {};
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error&) {
+    return {};
+  }
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::vector<std::string> out;
+  for (std::string field; fields >> field;) out.push_back(field);
+  return out;
+}
+
+// Exited (or never there): no process, or a zombie its launcher has not reaped yet.
+bool gone(pid_t pid) {
+  const std::vector<std::string> stat = proc_stat(pid);
+  return stat.empty() || stat[0] == "Z" || stat[0] == "X";
+}
+
+// User + system CPU seconds the process has used.
+double cpu_seconds(pid_t pid) {
+  const std::vector<std::string> stat = proc_stat(pid);  // utime and stime are fields 14 and 15 of stat
+  if (stat.size() < 13) return 0.0;
+  return (std::stod(stat[11]) + std::stod(stat[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// The process id that a launched process wrote into `file` (0 until it has).
+pid_t pid_in(const fs::path& file) {
+  if (!fs::exists(file)) return 0;
+  const std::string text = read_file(file);
+  return text.empty() || text.back() != '\n' ? 0 : static_cast<pid_t>(std::stol(text));
+}
+
+// Train rows in a run's metrics.jsonl so far (a line may be half written).
+int64_t train_rows(const fs::path& run) {
+  if (!fs::exists(run / "metrics.jsonl")) return 0;
+  const std::string text = read_file(run / "metrics.jsonl");
+  int64_t rows = 0;
+  const std::string row = "\"kind\":\"train\"";
+  for (size_t at = text.find(row); at != std::string::npos; at = text.find(row, at + 1)) ++rows;
+  return rows;
+}
+
+std::string tiny_f32() { return recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}); }
+
 std::vector<double> train_losses(const fs::path& run) {
   std::vector<double> losses;
   for (const Json& row : test::rows_of_kind(test::read_metrics(run), "train")) losses.push_back(row["loss"].get<double>());
@@ -67,6 +141,11 @@ class DataParallel : public test::TrainerFixture {
   std::string train(const fs::path& recipe) const {
     return test::clocktrain_bin() + " train " + recipe.string() + " --data " + data_.string() +
            " --threads 1 --no-progress";
+  }
+  // `command` (arguments of clocktrain train) run by each process of `launcher` through sh, which
+  // first writes its process id into dir/pid.<rank> (`rank_variable` is the launcher's rank variable)
+  std::string writing_pids(const fs::path& dir, const std::string& rank_variable, const std::string& command) const {
+    return "sh -c 'echo $$ > " + (dir / "pid.").string() + "$" + rank_variable + "; exec " + command + "'";
   }
   // tiny in f32 with a checkpoint after every step (dir/tiny.toml), trained for 8 steps by `launcher`
   // (2 processes) into dir/whole, then again into dir/cut with rank 1 (as the launcher's variable
@@ -172,6 +251,129 @@ TEST_F(DataParallel, AKilledProcessStopsTheJobAndTheLastCheckpointResumesOnTwo) 
   EXPECT_NE(r.output.find("trained by 2 process(es) and this run has 1: resume it with 2"), std::string::npos)
       << r.output;
 }
+
+// A process that stops responding mid-training (SIGSTOP): the others give up after their limit
+// (stall.h: rank 0 after CLOCKTRAIN_COLLECTIVE_TIMEOUT, 2 s here; the others after
+// CLOCKTRAIN_RANK0_TIMEOUT, 3 s here) plus a roll call, idling meanwhile; the message names the
+// stopped rank, the job ends non-zero, and no process is left behind (the stopped one is killed at the
+// end in any case). Under mpirun and under torchrun (the stand-in launcher, which unlike torchrun
+// leaves the others running), with rank 1 or rank 0 stopped.
+class StoppedProcess : public DataParallel, public ::testing::WithParamInterface<std::tuple<std::string, int>> {};
+
+TEST_P(StoppedProcess, EndsTheJobWithinTheLimitNamingIt) {
+  const auto& [launcher_name, stopped_rank] = GetParam();
+  const bool under_mpirun = launcher_name == "mpirun";
+  const int waiting_rank = 1 - stopped_rank;
+  const double limit = waiting_rank == 0 ? 2.0 : 3.0, roll_call = limit;  // roll call: min(5 s, the limit)
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
+  const fs::path run = dir / "run";
+  const std::string launcher = under_mpirun ? mpirun(2) : torchrun_standin(2);
+  start_in_background("CLOCKTRAIN_COLLECTIVE_TIMEOUT=2 CLOCKTRAIN_RANK0_TIMEOUT=3 " + launcher +
+                          writing_pids(dir.path(), under_mpirun ? "OMPI_COMM_WORLD_RANK" : "RANK",
+                                       train(dir / "tiny.toml") + " --steps 1000000 --out " + run.string()),
+                      dir / "job.log", dir / "job.status");
+  const auto log = [&] { return fs::exists(dir / "job.log") ? read_file(dir / "job.log") : std::string(); };
+  ASSERT_TRUE(wait_until(60, [&] { return train_rows(run) >= 3; })) << "training did not start\n" << log();
+  const pid_t stopped = pid_in(dir / ("pid." + std::to_string(stopped_rank)));
+  const pid_t waiting = pid_in(dir / ("pid." + std::to_string(waiting_rank)));
+  ASSERT_GT(stopped, 0);
+  ASSERT_GT(waiting, 0);
+
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  const Stopwatch since_stop;
+  // the waiting process idles: less than a fifth of a core between 0.5 and 1.5 s after the stop
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double cpu_before = cpu_seconds(waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const double cpu_waiting = cpu_seconds(waiting) - cpu_before;
+  const bool ended = wait_until(30, [&] { return gone(waiting); });
+  const double seconds = since_stop.seconds();
+  ::kill(stopped, SIGKILL);  // in any case
+  if (!wait_until(30, [&] { return fs::exists(dir / "job.status"); })) ::kill(waiting, SIGKILL);
+  ASSERT_TRUE(wait_until(30, [&] { return fs::exists(dir / "job.status"); })) << log();
+  const std::string output = log();
+
+  EXPECT_LT(cpu_waiting, 0.2) << "rank " << waiting_rank << " must wait idle, not spin";
+  EXPECT_TRUE(ended) << "rank " << waiting_rank << " must stop by itself\n" << output;
+  EXPECT_GE(seconds, limit) << output;
+  EXPECT_LT(seconds, limit + roll_call + 6.0) << output;
+  EXPECT_NE(read_file(dir / "job.status"), "0\n") << output;
+  const std::string variable = waiting_rank == 0 ? "CLOCKTRAIN_COLLECTIVE_TIMEOUT" : "CLOCKTRAIN_RANK0_TIMEOUT";
+  const std::string within = " did not complete within " + format_seconds(limit) + " (" + variable + ")";
+  EXPECT_NE(output.find(under_mpirun ? str("rank ", waiting_rank, " of 2: the all-reduce", within)
+                                     : str("Gloo: all-reduce on rank ", waiting_rank, " of 2", within)),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find(stopped_rank == 1 ? "rank 1 did not answer the roll call within 2 s: it stopped responding"
+                                          : "rank 0 did not answer within 3 s more: it stopped responding"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("stopping every process of the job"), std::string::npos) << output;
+  EXPECT_TRUE(gone(stopped) && gone(waiting)) << "no process is left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Launchers, StoppedProcess,
+                         ::testing::Combine(::testing::Values("mpirun", "torchrun"), ::testing::Values(1, 0)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+                           return std::get<0>(info.param) + "_rank" + std::to_string(std::get<1>(info.param));
+                         });
+
+// A 2-process run stopped by SIGTERM (sent to rank 0, whose clock and signals every process follows)
+// prints the command that continues it, launcher included: run as printed it resumes the run on two
+// processes to its last step. Under mpirun, and under torchrun (a `torchrun` on PATH that starts the
+// stand-in launcher).
+class SignalledJob : public DataParallel, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
+  const bool under_mpirun = GetParam() == "mpirun";
+  test::TempDir dir;
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
+  fs::create_directories(dir / "bin");
+  const fs::path standin = test::source_dir() / "tests" / "parallel" / "torchrun_standin.py";
+  write_file_atomic(dir / "bin" / "torchrun",
+                    "#!/bin/sh\nexec " + test::python() + " " + standin.string() + " \"$@\"\n");
+  fs::permissions(dir / "bin" / "torchrun", fs::perms::owner_all);
+  const std::string path = "PATH=" + (dir / "bin").string() + ":$PATH ";
+  const std::string launcher = under_mpirun ? mpirun(2) : path + "torchrun --nproc_per_node 2 --no-python ";
+  const fs::path run = dir / "run";
+  constexpr int64_t kSteps = 30;
+  start_in_background(launcher + writing_pids(dir.path(), under_mpirun ? "OMPI_COMM_WORLD_RANK" : "RANK",
+                                              train(dir / "tiny.toml") + " --steps " + std::to_string(kSteps) +
+                                                  " --out " + run.string()),
+                      dir / "job.log", dir / "job.status");
+  ASSERT_TRUE(wait_until(60, [&] { return train_rows(run) >= 3; })) << read_file(dir / "job.log");
+  ASSERT_EQ(::kill(pid_in(dir / "pid.0"), SIGTERM), 0);
+  ASSERT_TRUE(wait_until(60, [&] { return fs::exists(dir / "job.status"); })) << read_file(dir / "job.log");
+  const std::string output = read_file(dir / "job.log");
+  EXPECT_NE(read_file(dir / "job.status"), "0\n") << output;
+  ASSERT_LT(read_json_file(run / "train_summary.json")["steps"].get<int64_t>(), kSteps)
+      << "the run ended before the signal; nothing was tested";
+
+  const std::string marker = "stopped by SIGTERM; continue with: ";
+  const size_t at = output.find(marker);
+  ASSERT_NE(at, std::string::npos) << output;
+  const std::string printed = output.substr(at + marker.size(), output.find('\n', at) - at - marker.size());
+  const std::string as_root = ::geteuid() == 0 ? "--allow-run-as-root " : "";
+  const std::string expected_start =
+      (under_mpirun ? "mpirun -np 2 --oversubscribe --bind-to none " + as_root
+                    : std::string("torchrun --nproc_per_node 2 --no-python ")) +
+      test::clocktrain_bin() + " train ";
+  EXPECT_EQ(printed.substr(0, expected_start.size()), expected_start) << printed;
+  EXPECT_NE(printed.find(" --resume " + (run / "checkpoint").string()), std::string::npos) << printed;
+
+  // as printed (torchrun found on PATH, as where it was started)
+  const auto r = test::run_command(path + printed);
+  ASSERT_EQ(r.exit_code, 0) << printed << "\n" << r.output;
+  EXPECT_EQ(read_json_file(run / "train_summary.json")["steps"], kSteps);
+  EXPECT_EQ(read_json_file(run / "train_summary.json")["device"]["world_size"], 2);
+  const auto events = test::rows_of_kind(test::read_metrics(run), "event");
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const Json& e) { return e["event"] == "resume"; }));
+  EXPECT_EQ(test::rows_of_kind(test::read_metrics(run), "train").size(), static_cast<size_t>(kSteps));
+}
+
+INSTANTIATE_TEST_SUITE_P(Launchers, SignalledJob, ::testing::Values("mpirun", "torchrun"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // optimizer.sharded: each process updates the matrices and AdamW parameters it owns and broadcasts
 // them; the owner computes exactly what every process computes unsharded, so the run is the same
@@ -313,6 +515,10 @@ class TwoHosts {
   }
   ~TwoHosts() { test::run_command("ip netns del cta" + suffix_ + "; ip netns del ctb" + suffix_); }
   bool ready() const { return ready_; }
+  // The link between the hosts down (a network partition: packets dropped, connections left open) or up.
+  void set_link(bool up) const {
+    test::run_command("ip -n ctb" + suffix_ + " link set vb" + suffix_ + (up ? " up" : " down"));
+  }
   const std::string& why() const { return why_; }
   // `command` (no single quotes) run on host 'a' or 'b', with that host's name
   std::string on_host(char host, const std::string& command) const {
@@ -347,13 +553,66 @@ TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
   EXPECT_NE(r.output.find("rank 0 on host-a"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1 on host-b"), std::string::npos) << r.output;
 
-  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}));
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
   const fs::path one = dir / "one", two = dir / "two";
   r = test::run_command(train(dir / "tiny.toml") + " --steps 8 --out " + one.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_command(hosts.mpirun(train(dir / "tiny.toml") + " --steps 8 --out " + two.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_same_training(train_losses(one), train_losses(two), 1e-6);
+}
+
+// A network partition between the two hosts mid-training: each side's collective stops completing,
+// and each process ends by itself within its limit plus the roll call, naming the other (rank 0 after
+// CLOCKTRAIN_COLLECTIVE_TIMEOUT = 2 s, rank 1 after CLOCKTRAIN_RANK0_TIMEOUT = 3 s), rather than waiting
+// for TCP to give up. mpirun, which cannot reach host b's side to stop it, ends once the link is back.
+TEST_F(DataParallel, TwoHostsCutOffFromEachOtherStopWithinTheLimitNamingEachOther) {
+  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
+    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  test::TempDir dir;
+  TwoHosts hosts(dir.path());
+  ASSERT_TRUE(hosts.ready()) << hosts.why();
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
+  const fs::path run = dir / "run";
+  // (each rank through a script: the agent's command line is already inside single quotes)
+  write_file_atomic(dir / "rank.sh", "#!/bin/sh\necho $$ > " + (dir / "pid.").string() +
+                                         "$OMPI_COMM_WORLD_RANK\nexport CLOCKTRAIN_COLLECTIVE_TIMEOUT=2 "
+                                         "CLOCKTRAIN_RANK0_TIMEOUT=3\nexec " +
+                                         train(dir / "tiny.toml") + " --steps 1000000 --out " + run.string() + "\n");
+  fs::permissions(dir / "rank.sh", fs::perms::owner_all);
+  start_in_background(hosts.mpirun((dir / "rank.sh").string()), dir / "job.log", dir / "job.status");
+  const auto log = [&] { return fs::exists(dir / "job.log") ? read_file(dir / "job.log") : std::string(); };
+  ASSERT_TRUE(wait_until(60, [&] { return train_rows(run) >= 3; })) << "training did not start\n" << log();
+  const pid_t rank0 = pid_in(dir / "pid.0"), rank1 = pid_in(dir / "pid.1");
+  ASSERT_GT(rank0, 0);
+  ASSERT_GT(rank1, 0);
+
+  hosts.set_link(false);
+  const Stopwatch since_cut;
+  const bool rank0_ended = wait_until(20, [&] { return gone(rank0); });
+  const double rank0_seconds = since_cut.seconds();
+  const bool rank1_ended = wait_until(20, [&] { return gone(rank1); });
+  const double rank1_seconds = since_cut.seconds();
+  hosts.set_link(true);
+  if (!wait_until(60, [&] { return fs::exists(dir / "job.status"); })) {
+    ::kill(rank0, SIGKILL);
+    ::kill(rank1, SIGKILL);
+  }
+  ASSERT_TRUE(wait_until(30, [&] { return fs::exists(dir / "job.status"); })) << log();
+  const std::string output = log();
+  EXPECT_TRUE(rank0_ended && rank1_ended) << output;
+  EXPECT_LT(rank0_seconds, 2.0 + 2.0 + 6.0) << output;
+  EXPECT_LT(rank1_seconds, 3.0 + 3.0 + 6.0) << output;
+  EXPECT_NE(read_file(dir / "job.status"), "0\n") << output;
+  EXPECT_NE(output.find("rank 0 of 2: the all-reduce did not complete within 2 s (CLOCKTRAIN_COLLECTIVE_TIMEOUT); "
+                        "rank 1 did not answer the roll call within 2 s"),
+            std::string::npos)
+      << output;
+  // (host b's output reaches mpirun once the link is back)
+  EXPECT_NE(output.find("rank 1 of 2: the all-reduce did not complete within 3 s (CLOCKTRAIN_RANK0_TIMEOUT), and "
+                        "rank 0 did not answer within 3 s more"),
+            std::string::npos)
+      << output;
 }
 
 // The same two hosts under PyTorch's own torchrun, one node each (`--nnodes 2`): torchrun's store
@@ -367,7 +626,7 @@ TEST_F(DataParallel, TwoHostsUnderTorchrunTrainLikeMpirun) {
   test::TempDir dir;
   TwoHosts hosts(dir.path());
   ASSERT_TRUE(hosts.ready()) << hosts.why();
-  write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}));
+  write_file_atomic(dir / "tiny.toml", tiny_f32());
   const fs::path by_mpi = dir / "mpi", two = dir / "two";
   auto r = test::run_command(mpirun(2) + train(dir / "tiny.toml") + " --steps 8 --out " + by_mpi.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;

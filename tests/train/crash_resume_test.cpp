@@ -263,10 +263,10 @@ TEST_F(CrashResume, SigtermAndSigintWriteAFinalCheckpointAndExitCleanly) {
     const int status = wait_for(pid);
     ASSERT_TRUE(WIFEXITED(status)) << describe(status) << "\n" << read_file(log);
     ASSERT_EQ(WEXITSTATUS(status), 128 + signo) << read_file(log);
-    // the continuing command repeats the options that shape the run
+    // the continuing command starts the binary as invoked and repeats the options that shape the run
     EXPECT_THAT(read_file(log), HasSubstr(str("stopped by ", signo == SIGTERM ? "SIGTERM" : "SIGINT",
-                                              "; continue with: clocktrain train ", recipe_.string(), " --data ",
-                                              data_.string(), " --steps ", kSteps,
+                                              "; continue with: ", test::clocktrain_bin(), " train ",
+                                              recipe_.string(), " --data ", data_.string(), " --steps ", kSteps,
                                               " --threads 1 --no-progress --resume ", (run / "checkpoint").string(),
                                               "\n")));
     const Json summary = read_json_file(run / "train_summary.json");

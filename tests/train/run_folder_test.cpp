@@ -242,7 +242,7 @@ TEST_F(RunFolder, ASignalDuringStartUpEndsTheRunWithNothingToResume) {
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << read_file(log);
   EXPECT_LT(seconds, 10.0) << read_file(log);
   EXPECT_FALSE(fs::exists(dir_ / "slow" / "checkpoint")) << read_file(log);
-  EXPECT_THAT(read_file(log), HasSubstr("stopped by SIGTERM; continue with: clocktrain train " +
+  EXPECT_THAT(read_file(log), HasSubstr("stopped by SIGTERM; continue with: " + test::clocktrain_bin() + " train " +
                                         (dir_ / "slow.toml").string()));
   EXPECT_THAT(read_file(log), Not(HasSubstr("--resume")));
 }

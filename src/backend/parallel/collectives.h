@@ -3,7 +3,10 @@
 //   mpirun    Open MPI (mpi_collectives.cpp): mpirun starts the processes and MPI connects them.
 //   torchrun  Gloo (gloo_collectives.cpp): the processes meet through torchrun's store
 //             (torchrun_store.h) and connect to each other over TCP, as PyTorch's own CPU backend does.
-// Every call blocks; the process group makes them one at a time.
+// Every call blocks; the process group makes them one at a time. A call that does not complete within
+// this process's limit (stall.h) does not return: the process holds a roll call, says which process
+// stopped responding, and ends the job (MPI_Abort; under Gloo it exits, and the others' connections
+// close). The waits poll with pauses (stall.h), so a process waiting for a stopped one stays idle.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,10 +36,11 @@ class Collectives {
 // Whether this build has MPI (CMake found Debian's libopenmpi-dev).
 bool mpi_in_build();
 
-// The job's processes over MPI (MPI_COMM_WORLD; MPI initialised here, finalised with the object).
-std::unique_ptr<Collectives> make_mpi_collectives();
+// The job's processes over MPI (MPI_COMM_WORLD; MPI initialised here, finalised with the object);
+// env gives the limits of stall.h.
+std::unique_ptr<Collectives> make_mpi_collectives(const LaunchEnvironment& env);
 // The job's processes over Gloo, meeting in torchrun's store at env.master_addr:env.master_port
-// within env.timeout_seconds.
+// within env.timeout_seconds; its roll calls are held in that store too.
 std::unique_ptr<Collectives> make_gloo_collectives(const LaunchEnvironment& env);
 
 }  // namespace ct

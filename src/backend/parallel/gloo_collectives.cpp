@@ -13,10 +13,14 @@
 // with the same bits (with two processes each element is a + b). The scale is applied afterwards by
 // each process to the same numbers, which gives the same bits too.
 //
-// A lost process (killed, or stopped by an error) closes its connections; every collective that waits
-// for it then fails with Gloo's I/O error, which is reported as an error naming the library and the
-// peer's address. Collectives otherwise wait without a practical limit (kCollectiveTimeout): rank 0
-// may spend minutes alone (the held-out loss, data preparation) while the others wait for it.
+// A collective waits at most this process's limit (stall.h; Gloo waits on condition variables, so
+// idly). A lost process (killed, or stopped by an error) closes its connections, and every collective
+// that waits for it fails with Gloo's I/O error; a collective past its limit fails too, and Gloo then
+// closes this process's connections, so the others' collectives fail at once. Either way the process
+// holds the roll call of stall.h in torchrun's store (each process that failed sets
+// clocktrain/gloo/restart_<N>/roll_call/<rank>; rank 0 names the ranks that did not, another process
+// says whether rank 0 did), prints the verdict and exits: Gloo has no abort, and torchrun stops the
+// other workers when one fails.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -24,9 +28,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "backend/parallel/collectives.h"
+#include "backend/parallel/stall.h"
+#include "util/clock.h"
 #include "util/error.h"
+#include "util/text_format.h"
 
 #if CLOCKTRAIN_HAVE_GLOO
 #include <gloo/allreduce.h>
@@ -48,8 +57,6 @@ namespace ct {
 #if CLOCKTRAIN_HAVE_GLOO
 
 namespace {
-
-constexpr std::chrono::hours kCollectiveTimeout{24};
 
 // gloo::rendezvous::Store over torchrun's store: waits poll the store until every key is set.
 class TorchrunGlooStore final : public gloo::rendezvous::Store {
@@ -95,7 +102,14 @@ std::string local_address_towards(const std::string& host, int port) {
 
 class GlooCollectives final : public Collectives {
  public:
-  explicit GlooCollectives(const LaunchEnvironment& env) : rank_(env.rank), size_(env.world_size) {
+  explicit GlooCollectives(const LaunchEnvironment& env)
+      : rank_(env.rank),
+        size_(env.world_size),
+        limit_(stall_limit(env)),
+        collective_timeout_(static_cast<int64_t>(limit_.seconds * 1000)),
+        store_host_(env.master_addr),
+        store_port_(env.master_port),
+        roll_call_prefix_(str("clocktrain/gloo/restart_", env.restart_count, "/roll_call/")) {
     check(env.torchrun_agent_store, "Gloo: CPU processes with torchrun's variables meet in torchrun's store "
           "(TORCHELASTIC_USE_AGENT_STORE=True, which torchrun sets); these variables were set otherwise: launch "
           "with torchrun, or with mpirun");
@@ -115,7 +129,7 @@ class GlooCollectives final : public Collectives {
       context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       context_->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(env.timeout_seconds * 1000)));
       context_->connectFullMesh(prefixed, device);
-      context_->setTimeout(kCollectiveTimeout);
+      context_->setTimeout(collective_timeout_);
     } catch (const std::exception& e) {
       // (each rank's address is under the key .../<rank>: a key not set names a rank that never came)
       throw Error(str("Gloo: rank ", rank_, " of ", size_, " could not connect to the others (listening on ", where_,
@@ -137,14 +151,14 @@ class GlooCollectives final : public Collectives {
       gloo::BroadcastOptions options(context_);
       options.setOutput(static_cast<uint8_t*>(data), static_cast<size_t>(bytes));
       options.setRoot(root);
-      options.setTimeout(kCollectiveTimeout);
+      options.setTimeout(collective_timeout_);
       gloo::broadcast(options);
     });
   }
   void barrier() override {
     guarded("barrier", [&] {
       gloo::BarrierOptions options(context_);
-      options.setTimeout(kCollectiveTimeout);
+      options.setTimeout(collective_timeout_);
       gloo::barrier(options);
     });
   }
@@ -165,25 +179,70 @@ class GlooCollectives final : public Collectives {
       options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
       options.setReduceFunction(
           static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
-      options.setTimeout(kCollectiveTimeout);
+      options.setTimeout(collective_timeout_);
       gloo::allreduce(options);
     });
     if (factor != 1.0)
       for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(x[i] * static_cast<T>(factor));
   }
 
-  // Gloo reports a lost peer with its own exceptions; they become ct::Error naming the call.
+  // Gloo reports a lost peer and a collective past its timeout with its own exceptions.
   template <typename Fn>
   void guarded(const char* what, Fn&& fn) {
     try {
       fn();
     } catch (const std::exception& e) {
-      throw Error(str("Gloo: ", what, " on rank ", rank_, " of ", size_, " failed (a process of the job stopped "
-                      "or cannot be reached): ", e.what()));
+      fail(what, e.what());
+    }
+  }
+
+  [[noreturn]] void fail(const char* what, const std::string& error) {
+    const bool timed_out = error.find("Timed out") != std::string::npos;  // gloo::transport's wording
+    const std::string cause =
+        timed_out ? str("Gloo: ", what, " on rank ", rank_, " of ", size_, " did not complete within ",
+                        format_seconds(limit_.seconds), " (", limit_.variable, "): ", error)
+                  : str("Gloo: ", what, " on rank ", rank_, " of ", size_,
+                        " failed (a process of the job stopped or cannot be reached): ", error);
+    const std::string verdict = roll_call();
+    std::fprintf(stderr, "clocktrain: error: %s; %s%s\n", cause.c_str(), verdict.c_str(), stall_message_end().c_str());
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+
+  // The roll call of stall.h in torchrun's store: this process's key, then rank 0 waits for the
+  // others' and another process for rank 0's.
+  std::string roll_call() {
+    constexpr auto kStorePoll = std::chrono::milliseconds(50);
+    try {
+      TorchrunStore store(store_host_, store_port_, limit_.roll_call_seconds);
+      store.set(roll_call_prefix_ + std::to_string(rank_), {1});
+      const Stopwatch roll;
+      if (rank_ != 0) {
+        while (!store.has(roll_call_prefix_ + "0")) {
+          if (roll.seconds() >= limit_.roll_call_seconds) return rank0_silent_verdict(limit_);
+          std::this_thread::sleep_for(kStorePoll);
+        }
+        return "rank 0 answered the roll call, and names the processes that did not";
+      }
+      std::vector<int> silent;
+      for (int p = 1; p < size_; ++p) silent.push_back(p);
+      while (!silent.empty()) {
+        std::erase_if(silent, [&](int p) { return store.has(roll_call_prefix_ + std::to_string(p)); });
+        if (silent.empty() || roll.seconds() >= limit_.roll_call_seconds) break;
+        std::this_thread::sleep_for(kStorePoll);
+      }
+      return roll_call_verdict(silent, limit_.roll_call_seconds);
+    } catch (const std::exception& e) {
+      return str("no roll call could be held (", e.what(), ")");
     }
   }
 
   int rank_, size_;
+  StallLimit limit_;
+  std::chrono::milliseconds collective_timeout_;
+  std::string store_host_;  // torchrun's store, where the roll call is held
+  int store_port_;
+  std::string roll_call_prefix_;
   std::string where_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
 };

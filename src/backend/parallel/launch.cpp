@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend/parallel/collectives.h"
 #include "util/error.h"
@@ -92,12 +93,39 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
   }
   if (const char* timeout = lookup("CLOCKTRAIN_RENDEZVOUS_TIMEOUT"))
     env.timeout_seconds = parse_seconds("CLOCKTRAIN_RENDEZVOUS_TIMEOUT", timeout);
+  if (const char* timeout = lookup("CLOCKTRAIN_COLLECTIVE_TIMEOUT"))
+    env.collective_timeout_seconds = parse_seconds("CLOCKTRAIN_COLLECTIVE_TIMEOUT", timeout);
+  if (const char* timeout = lookup("CLOCKTRAIN_RANK0_TIMEOUT"))
+    env.rank0_timeout_seconds = parse_seconds("CLOCKTRAIN_RANK0_TIMEOUT", timeout);
+  if (env.launcher == "mpirun") {
+    const char* oversubscribe = lookup("OMPI_MCA_rmaps_base_oversubscribe");
+    env.mpirun_oversubscribe = oversubscribe && std::string(oversubscribe) == "1";
+    if (const char* binding = lookup("OMPI_MCA_hwloc_base_binding_policy")) env.mpirun_binding = binding;
+  }
   // Whether the processes can meet is checked by what connects them: the process group for CPU
   // processes (process_group.h), the NCCL id's rendezvous for GPU processes (rendezvous.h).
   return env;
 }
 
 bool LaunchEnvironment::id_travels_by_mpi() const { return launcher == "mpirun" && mpi_in_build(); }
+
+std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const std::vector<std::string>& program,
+                                          bool as_root) {
+  const std::string n = std::to_string(env.world_size);
+  std::vector<std::string> argv;
+  if (env.launcher == "mpirun") {
+    argv = {"mpirun", "-np", n};
+    if (env.mpirun_oversubscribe) argv.push_back("--oversubscribe");
+    if (!env.mpirun_binding.empty()) argv.insert(argv.end(), {"--bind-to", env.mpirun_binding});
+    if (as_root) argv.push_back("--allow-run-as-root");
+  } else if (env.launcher == "torchrun") {
+    argv = {"torchrun", "--nproc_per_node", n, "--no-python"};
+  } else if (env.launcher == "slurm") {
+    argv = {"srun", "-n", n};
+  }
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
 
 LaunchEnvironment launch_environment_from_process() {
   return launch_environment([](const char* name) -> const char* {

@@ -11,6 +11,7 @@
 // sees): rendezvous.h.
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace ct {
 
@@ -25,6 +26,13 @@ struct LaunchEnvironment {
   bool torchrun_agent_store = false;
   int restart_count = 0;            // TORCHELASTIC_RESTART_COUNT: how often torchrun restarted the workers
   double timeout_seconds = 300.0;   // CLOCKTRAIN_RENDEZVOUS_TIMEOUT: how long ranks wait to meet
+  // How long a process waits in one collective before it holds a roll call and ends the job (stall.h):
+  double collective_timeout_seconds = 300.0;  // CLOCKTRAIN_COLLECTIVE_TIMEOUT: rank 0, for the others
+  double rank0_timeout_seconds = 3600.0;      // CLOCKTRAIN_RANK0_TIMEOUT: the others, for rank 0
+  // What `mpirun` was given that decides whether and how it starts the job again (relaunch_command):
+  // --oversubscribe (OMPI_MCA_rmaps_base_oversubscribe=1) and --bind-to (OMPI_MCA_hwloc_base_binding_policy).
+  bool mpirun_oversubscribe = false;
+  std::string mpirun_binding;
   bool distributed() const { return world_size > 1; }
   bool id_travels_by_mpi() const;  // mpirun, and this build has MPI
 };
@@ -32,5 +40,14 @@ struct LaunchEnvironment {
 // Reads the variables through `lookup` (returns nullptr when unset). Errors name the variable.
 LaunchEnvironment launch_environment(const std::function<const char*(const char*)>& lookup);
 LaunchEnvironment launch_environment_from_process();  // std::getenv
+
+// `program` (argv[0] as invoked, then its arguments) as the command that starts this job again on
+// as many processes, launcher first: `mpirun -np N` (with the --oversubscribe and --bind-to it was
+// given, and --allow-run-as-root when `as_root`, without which Open MPI refuses root unless two
+// variables say otherwise), `torchrun --nproc_per_node N --no-python`, `srun -n N`; `program` alone
+// for one process. Placement options (mpirun's --host, torchrun's --nnodes) are not repeated: the job
+// starts on this machine, with the same number of processes.
+std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const std::vector<std::string>& program,
+                                          bool as_root);
 
 }  // namespace ct

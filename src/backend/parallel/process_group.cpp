@@ -18,7 +18,7 @@ namespace {
 ProcessGroup* g_world = nullptr;
 
 std::unique_ptr<Collectives> collectives_for(const LaunchEnvironment& env) {
-  if (env.launcher == "mpirun") return make_mpi_collectives();
+  if (env.launcher == "mpirun") return make_mpi_collectives(env);
   if (env.launcher == "torchrun") return make_gloo_collectives(env);
   throw Error(str("CPU processes train together under mpirun or torchrun; these were launched by ", env.launcher,
                   " (docs/parallel.md)"));

@@ -11,6 +11,10 @@
 //
 // Every reduction gives the same bits on every process and on every run (collectives.h).
 //
+// A collective that does not complete within this process's limit (stall.h: CLOCKTRAIN_COLLECTIVE_TIMEOUT
+// on rank 0, CLOCKTRAIN_RANK0_TIMEOUT elsewhere) ends the job, naming the process that stopped
+// responding; until then the waiting process sleeps between polls.
+//
 // Threads: the gradient all-reduce runs on a worker thread of its own (all_reduce_sum_async), so
 // that it overlaps the rest of the backward pass; every blocking call first waits for it, so only one
 // thread is inside the library at any time.
