@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/fault_point.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 #include "util/json.h"
 
 namespace ct {
@@ -166,6 +167,7 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     writer.set_metadata("recipe_sha256", contents.recipe_sha256);
     writer.set_metadata("world_size", std::to_string(contents.world_size));
     writer.write(staged / kTrainingStateFile);
+    write_folder_checksums(staged);
     fsync_path(staged);
     fault_point("checkpoint.staged");
     replace_directory(staged, dir);
@@ -182,6 +184,7 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
         ": the checkpoint's model shape differs from the recipe's model fields");
   const fs::path state_path = dir / kTrainingStateFile;
   check(fs::exists(state_path), state_path.string(), ": missing (a checkpoint without training state cannot be resumed)");
+  verify_file_checksum(state_path);
   SafetensorsFile file(state_path);
   check(file.metadata_value("format") == "clocktrain-training-state/1", state_path.string(),
         ": __metadata__ field 'format': expected clocktrain-training-state/1");

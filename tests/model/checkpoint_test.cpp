@@ -1,5 +1,5 @@
 // safetensors writing and validated reading, and the model checkpoint folder.
-#include <gtest/gtest.h>
+#include <gmock/gmock.h>
 
 #include <cstring>
 #include <fstream>
@@ -9,10 +9,13 @@
 #include "model/tiny_model.h"
 #include "test_support.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 
 namespace ct {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using test::error_of;
 
 // A file with the given header text and data bytes.
@@ -146,6 +149,33 @@ TEST(ModelCheckpoint, ConfigLargerThanTheWeightsFileIsRefusedBeforeAllocating) {
   const std::string e = error_of([&] { load_model(*backend, dir.path()); });
   EXPECT_NE(e.find("model.safetensors: "), std::string::npos) << e;
   EXPECT_NE(e.find("bytes cannot hold the"), std::string::npos) << e;
+}
+
+// Issue 42: with SHA256SUMS beside them, a changed byte in config.json or model.safetensors is an error
+// naming the file, where the reader accepted it before (a weight's sign; a space of config.json
+// turned into a tab).
+TEST(ModelCheckpoint, AChangedByteIsRefusedNamingTheFile) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  test::randomize_parameters(model, 4);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  ASSERT_NE(load_model(*backend, dir.path()), nullptr);
+
+  test::flip_byte(dir / "model.safetensors", -1);
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              HasSubstr((dir / "model.safetensors").string() + ": SHA-256 "));
+  EXPECT_THAT(error_of([&] { load_model_weights(model, dir / "model.safetensors"); }),
+              HasSubstr((dir / "model.safetensors").string() + ": SHA-256 "));
+  test::flip_byte(dir / "model.safetensors", -1);  // back as written
+
+  const int64_t space = static_cast<int64_t>(read_file(dir / "config.json").find("\n ")) + 1;
+  test::flip_byte(dir / "config.json", space, ' ' ^ '\t');
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              AllOf(HasSubstr((dir / "config.json").string() + ": SHA-256 "), HasSubstr(" recorded in ")));
+  EXPECT_THAT(error_of([&] { load_model_config(dir.path()); }),
+              HasSubstr((dir / "config.json").string() + ": SHA-256 "));
 }
 
 // Fields beyond the limits would overflow the parameter count (int64) or ask for huge rotary tables.

@@ -11,10 +11,13 @@
 #include "train/metrics_writer.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
+#include "util/sha256.h"
 
 namespace ct {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class TrainingStateInput : public ::testing::Test {
@@ -46,6 +49,7 @@ class TrainingStateInput : public ::testing::Test {
     for (const SafetensorsEntry& e : file.entries()) writer.add(e.name, e.dtype, e.shape, data[i++].data());
     for (const auto& [k, v] : file.metadata()) writer.set_metadata(k, k == key ? value : v);
     writer.write(path);
+    write_folder_checksums(dir_ / "ckpt");  // a writer's change, not damage
   }
 
   std::string load_error() {
@@ -87,6 +91,34 @@ TEST_F(TrainingStateInput, CountersAndClocksMustBeSane) {
   EXPECT_THAT(load_error(), HasSubstr("__metadata__ field 'step': expected a count >= 0, got -4"));
   set_metadata("step", "4");
   EXPECT_EQ(load_error(), "");
+}
+
+// Issue 42: the checkpoint records every file's SHA-256 in sha256sum's format ...
+TEST_F(TrainingStateInput, TheCheckpointListsEveryFileInSha256Sums) {
+  const fs::path ckpt = dir_ / "ckpt";
+  const FolderChecksums sums = parse_folder_checksums(read_file(ckpt / "SHA256SUMS"), "SHA256SUMS");
+  ASSERT_EQ(sums.size(), 3u);
+  for (const char* name : {"config.json", "model.safetensors", "training_state.safetensors"})
+    EXPECT_EQ(sums.at(name), sha256_file(ckpt / name)) << name;
+}
+
+// ... and resuming refuses a changed byte in any file it reads, naming the file. Each change is one
+// the reader accepted before: the sign of a weight or of an optimizer moment, a space of config.json
+// turned into a tab.
+TEST_F(TrainingStateInput, AChangedByteIsRefusedNamingTheFile) {
+  const fs::path ckpt = dir_ / "ckpt";
+  const int64_t space = static_cast<int64_t>(read_file(ckpt / "config.json").find("\n ")) + 1;
+  const std::vector<std::pair<std::string, int64_t>> damages = {
+      {"model.safetensors", -1}, {"training_state.safetensors", -1}, {"config.json", space}};
+  for (const auto& [name, offset] : damages) {
+    const unsigned char mask = name == "config.json" ? ' ' ^ '\t' : 0x80;
+    test::flip_byte(ckpt / name, offset, mask);
+    EXPECT_THAT(load_error(), AllOf(HasSubstr((ckpt / name).string() + ": SHA-256 "),
+                                    HasSubstr(" recorded in " + (ckpt / "SHA256SUMS").string())))
+        << name;
+    test::flip_byte(ckpt / name, offset, mask);
+    EXPECT_EQ(load_error(), "") << name;
+  }
 }
 
 // Resuming rereads metrics.jsonl; a line holding a number beyond double (out_of_range, not a

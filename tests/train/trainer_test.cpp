@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/train_test_support.h"
 #include "train/trainer.h"
+#include "util/folder_checksums.h"
 
 namespace ct {
 namespace {
@@ -191,6 +192,7 @@ void poison_checkpoint(const fs::path& ckpt, const std::string& tensor, size_t i
   }
   for (const auto& [k, v] : file.metadata()) w.set_metadata(k, v);
   w.write(ckpt / "model.safetensors");
+  write_folder_checksums(ckpt);  // written as such, not damaged
 }
 
 TEST_F(TrainerTest, NonFiniteValuesStopOrSkipPerPolicy) {
