@@ -57,7 +57,7 @@ std::string load_model_weights(GPT& model, const std::filesystem::path& safetens
   for (Parameter& p : model.parameters()) {
     const SafetensorsEntry& e = *file.find(p.spec.name);
     host.resize(static_cast<size_t>(e.numel()));
-    file.read(e, host.data());
+    file.read_finite_f32(e, host.data());
     model.backend().upload(p.value, host.data(), DType::f32);
   }
   model.weights_changed();

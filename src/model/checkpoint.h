@@ -7,7 +7,8 @@
 //   SHA256SUMS          every other file's SHA-256 (util/folder_checksums.h), written last
 // (the trainer adds training_state.safetensors for resuming and writes SHA256SUMS:
 // train/checkpoint.h). Every file is written atomically. Reading checks each file against
-// SHA256SUMS where the folder has one, and names, dtypes and shapes before allocating.
+// SHA256SUMS where the folder has one, names, dtypes and shapes before allocating, and that every
+// weight is finite.
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,8 +31,9 @@ void save_model(GPT& model, const std::filesystem::path& dir, const std::map<std
 ModelConfig load_model_config(const std::filesystem::path& dir);
 
 // Loads weights from a safetensors file into an existing model of the same shape: the file is checked
-// against the SHA256SUMS beside it, every parameter must be present as F32 with its exact shape, and
-// no other tensor may be there. Returns the file's SHA-256.
+// against the SHA256SUMS beside it, every parameter must be present as F32 with its exact shape and
+// finite values, and no other tensor may be there. Returns the file's SHA-256. After an error the
+// model's weights are partly loaded: the caller must not use them.
 std::string load_model_weights(GPT& model, const std::filesystem::path& safetensors_path);
 
 // config.json + model.safetensors -> a model on `backend` (what evaluators call); `weights_sha256`,

@@ -188,7 +188,7 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   SafetensorsFile file(state_path);
   check(file.metadata_value("format") == "clocktrain-training-state/1", state_path.string(),
         ": __metadata__ field 'format': expected clocktrain-training-state/1");
-  // Validate every tensor before touching the model or the optimizer.
+  // Validate every tensor's name, dtype and shape before touching the model or the optimizer.
   const auto state = optimizer.state();
   std::set<std::string> expected;
   for (const auto& [name, buffer] : state) {
@@ -230,7 +230,9 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   for (const auto& [name, buffer] : state) {
     const SafetensorsEntry& e = *file.find(name);
     host.resize(static_cast<size_t>(e.numel()));
-    file.read(e, host.data());
+    // A NaN in the state would surface only as the next step's non-finite loss or gradient, blamed
+    // on that step's data.
+    file.read_finite_f32(e, host.data());
     model.backend().upload(*buffer, host.data(), DType::f32);
   }
   optimizer.set_steps_taken(optimizer_steps);

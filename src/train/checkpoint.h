@@ -44,8 +44,9 @@ void save_training_checkpoint(const std::filesystem::path& dir, GPT& model, cons
                               const CheckpointContents& contents, const std::filesystem::path& tokenizer_dir);
 
 // Reads the weights into `model` and the optimizer state into `optimizer` (each file checked
-// against SHA256SUMS where the folder has one, names, dtypes and shapes checked first), and returns
-// the rest. Errors name the file and the field.
+// against SHA256SUMS where the folder has one, names, dtypes and shapes checked first, every value
+// checked finite as it is read), and returns the rest. Errors name the file and the field or tensor;
+// after one, the model and optimizer are partly loaded and must not be used.
 CheckpointContents load_training_checkpoint(const std::filesystem::path& dir, GPT& model, Optimizer& optimizer);
 
 // Replaces folder `dir` by `staged` (a sibling): an atomic exchange, then the old one is removed. On a

@@ -3,6 +3,9 @@
 // tests/python/reference_gpt.py exists.
 #include <gmock/gmock.h>
 
+#include <cmath>
+#include <limits>
+
 #include "backend/cpu/cpu_backend.h"
 #include "data/data_test_support.h"
 #include "eval/checkpoint_eval.h"
@@ -200,6 +203,29 @@ TEST_F(EvalCli, AChangedByteInACheckpointFileIsRefusedNamingTheFile) {
   auto r = test::run_command(bin() + " eval bpb " + (dir_ / "unlisted").string() + " --data " +
                              (dir_ / "data").string() + " --backend cpu --no-progress");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A NaN weight written as such (SHA256SUMS agrees) in a row the validation text never reaches (the
+// <|end|> token's embedding): eval bpb and CORE printed a score from it and exited 0 (issue 42).
+// Every command that loads the model refuses it, naming the tensor and the element.
+TEST_F(EvalCli, ANonFiniteWeightIsRefusedNamingTheTensor) {
+  const int64_t end_token = test::small_tokenizer().vocab_size() - 1, n_embd = 32;
+  make_tiny_checkpoint(dir_ / "nan", 0, [&](GPT& model) {
+    test::set_parameter_element(model, "transformer.wte.weight", end_token * n_embd + 7,
+                                std::numeric_limits<float>::quiet_NaN());
+  });
+  const std::string nan = (dir_ / "nan").string();
+  const std::string expected = str(nan, "/model.safetensors: tensor 'transformer.wte.weight': element [", end_token,
+                                   ", 7] (flat index ", end_token * n_embd + 7, ") is nan");
+  const std::vector<std::string> commands = {
+      " eval bpb " + nan + " --data " + (dir_ / "data").string(),
+      " eval core " + nan + " --bundle " + (test::source_dir() / "tests/data/core_small").string(),
+      " sample " + nan + " --max-tokens 4"};
+  for (const std::string& command : commands) {
+    auto r = test::run_command(bin() + command + " --backend cpu");
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(expected)) << command;
+  }
 }
 
 TEST_F(EvalCli, CoreDumpMatchesTorchReference) {

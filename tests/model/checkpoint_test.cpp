@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
@@ -176,6 +177,33 @@ TEST(ModelCheckpoint, AChangedByteIsRefusedNamingTheFile) {
               AllOf(HasSubstr((dir / "config.json").string() + ": SHA-256 "), HasSubstr(" recorded in ")));
   EXPECT_THAT(error_of([&] { load_model_config(dir.path()); }),
               HasSubstr((dir / "config.json").string() + ": SHA-256 "));
+}
+
+// Issue 42: a NaN or Inf weight, written as such (SHA256SUMS agrees), is refused naming the tensor and
+// the element; here in a padding row of wte (vocab 200 padded to 256), which no token ever reads.
+TEST(ModelCheckpoint, ANonFiniteWeightIsRefusedNamingTheTensor) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  test::randomize_parameters(model, 4);
+  std::vector<float> wte(256 * 32);
+  Parameter& p = model.parameters().front();
+  ASSERT_EQ(p.spec.name, "transformer.wte.weight");
+  backend->download(wte.data(), DType::f32, p.value);
+  wte[250 * 32 + 3] = std::numeric_limits<float>::quiet_NaN();
+  backend->upload(p.value, wte.data(), DType::f32);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              HasSubstr((dir / "model.safetensors").string() +
+                        ": tensor 'transformer.wte.weight': element [250, 3] (flat index 8003) is nan"));
+  wte[250 * 32 + 3] = 0.0f;
+  wte[7] = -std::numeric_limits<float>::infinity();
+  backend->upload(p.value, wte.data(), DType::f32);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  EXPECT_THAT(error_of([&] { load_model_weights(model, dir / "model.safetensors"); }),
+              HasSubstr("model.safetensors: tensor 'transformer.wte.weight': element [0, 7] (flat index 7) is -inf"));
 }
 
 // Fields beyond the limits would overflow the parameter count (int64) or ask for huge rotary tables.

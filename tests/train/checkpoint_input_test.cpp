@@ -3,6 +3,8 @@
 // fuzz/metrics_resume_fuzz.cpp).
 #include <gmock/gmock.h>
 
+#include <limits>
+
 #include "model/safetensors.h"
 #include "model/tiny_model.h"
 #include "optim/optimizer.h"
@@ -27,12 +29,7 @@ class TrainingStateInput : public ::testing::Test {
     model_ = std::make_unique<GPT>(*backend_, test::tiny_config());
     model_->initialize(3);
     optimizer_ = std::make_unique<Optimizer>(*model_, OptimizerConfig{});
-    CheckpointContents contents;
-    contents.progress = {4, 256, 10.5, 1.5, 0};
-    contents.loader_state = Json{{"epoch", 0}};
-    contents.recipe = Json{{"name", "tiny"}};
-    contents.recipe_sha256 = "abc";
-    save_training_checkpoint(dir_ / "ckpt", *model_, *optimizer_, contents, {});
+    save();
   }
 
   // Rewrites training_state.safetensors with one __metadata__ field replaced.
@@ -50,6 +47,24 @@ class TrainingStateInput : public ::testing::Test {
     for (const auto& [k, v] : file.metadata()) writer.set_metadata(k, k == key ? value : v);
     writer.write(path);
     write_folder_checksums(dir_ / "ckpt");  // a writer's change, not damage
+  }
+
+  // Saves the fixture's model and optimizer as the checkpoint (SHA256SUMS agrees with what is saved).
+  void save() {
+    CheckpointContents contents;
+    contents.progress = {4, 256, 10.5, 1.5, 0};
+    contents.loader_state = Json{{"epoch", 0}};
+    contents.recipe = Json{{"name", "tiny"}};
+    contents.recipe_sha256 = "abc";
+    save_training_checkpoint(dir_ / "ckpt", *model_, *optimizer_, contents, {});
+  }
+
+  // Sets element `index` of a weight or optimizer state tensor.
+  void set_element(const Buffer& buffer, int64_t index, float value) {
+    std::vector<float> host(static_cast<size_t>(buffer.shape().numel()));
+    backend_->download(host.data(), DType::f32, buffer);
+    host.at(static_cast<size_t>(index)) = value;
+    backend_->upload(buffer, host.data(), DType::f32);
   }
 
   std::string load_error() {
@@ -119,6 +134,33 @@ TEST_F(TrainingStateInput, AChangedByteIsRefusedNamingTheFile) {
     test::flip_byte(ckpt / name, offset, mask);
     EXPECT_EQ(load_error(), "") << name;
   }
+}
+
+// Issue 42: a NaN written into the checkpoint (SHA256SUMS agrees) is refused at resume, naming the file,
+// the tensor and the element: in a weight (a padding row of wte, vocab 200 padded to 256, which no
+// token reads, so training would carry it on unseen) and in the optimizer state (whose NaN showed
+// only as the next step's non-finite loss, blamed on its data).
+TEST_F(TrainingStateInput, ANonFiniteWeightOrOptimizerStateIsRefusedNamingTheTensor) {
+  Parameter& wte = model_->parameters().front();
+  ASSERT_EQ(wte.spec.name, "transformer.wte.weight");
+  set_element(wte.value, 250 * 32 + 1, std::numeric_limits<float>::quiet_NaN());
+  save();
+  const fs::path ckpt = dir_ / "ckpt";
+  EXPECT_THAT(load_error(), HasSubstr((ckpt / "model.safetensors").string() +
+                                      ": tensor 'transformer.wte.weight': element [250, 1] (flat index 8001) is nan"));
+  set_element(wte.value, 250 * 32 + 1, 0.0f);
+  const Buffer* moment = nullptr;
+  for (const auto& [name, buffer] : optimizer_->state())
+    if (name == "adamw.exp_avg_sq/lm_head.weight") moment = buffer;
+  ASSERT_NE(moment, nullptr);
+  set_element(*moment, 5, std::numeric_limits<float>::infinity());
+  save();
+  EXPECT_THAT(load_error(),
+              HasSubstr((ckpt / "training_state.safetensors").string() +
+                        ": tensor 'adamw.exp_avg_sq/lm_head.weight': element [0, 5] (flat index 5) is inf"));
+  set_element(*moment, 5, 0.0f);
+  save();
+  EXPECT_EQ(load_error(), "");
 }
 
 // Resuming rereads metrics.jsonl; a line holding a number beyond double (out_of_range, not a
