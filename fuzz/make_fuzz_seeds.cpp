@@ -24,6 +24,7 @@
 #include "train/recipe.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 #include "util/sha256.h"
 
 namespace fs = std::filesystem;
@@ -192,6 +193,7 @@ void model_seeds(const fs::path& scratch) {
   write_seed("model_config", "baseline_config.json", ct::to_json(ct::ModelConfig{}).dump(2));
   write_seed("model_checkpoint", "tiny_model.bin", config + std::string(1, '\0') + weights);
   write_seed("training_state", "tiny_training_state.safetensors", ct::read_file(checkpoint / ct::kTrainingStateFile));
+  write_seed("folder_checksums", "SHA256SUMS", ct::read_file(checkpoint / ct::kChecksumsFile));
 
   for (const char* name : {"baseline.toml", "cpu-small.toml", "tiny.toml"})
     copy_seed("recipe", name, fs::path("recipes") / name);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "util/error.h"
@@ -84,6 +85,22 @@ struct CommandResult {
   int exit_code;
   std::string output;  // stdout and stderr together
 };
+
+// XORs the byte at `offset` of a file with `mask`: damage of the kind a checksum must catch (a
+// negative offset counts from the end).
+inline void flip_byte(const fs::path& path, int64_t offset, unsigned char mask = 0x80) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(file.good()) << path;
+  file.seekg(0, std::ios::end);
+  const int64_t at = offset >= 0 ? offset : static_cast<int64_t>(file.tellg()) + offset;
+  file.seekg(at);
+  char byte = 0;
+  file.read(&byte, 1);
+  byte = static_cast<char>(byte ^ static_cast<char>(mask));
+  file.seekp(at);
+  file.write(&byte, 1);
+  ASSERT_TRUE(file.good()) << path << " at " << at;
+}
 
 // Runs a shell command, capturing stdout and stderr.
 inline CommandResult run_command(const std::string& command) {

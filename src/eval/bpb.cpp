@@ -107,6 +107,11 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
             " losses for a row of ", row.size(), " tokens");
       const int64_t row_begin = (first + static_cast<int64_t>(b)) * T;
       for (size_t i = 0; i + 1 < row.size(); ++i) {
+        const int64_t position = row_begin + static_cast<int64_t>(i) + 1;  // the target's place in the stream
+        // A NaN or Inf loss would make val_bpb NaN or Inf: not a score (docs/eval.md).
+        check(std::isfinite(scores[b].loss[i]), "val_bpb: the model's loss for the target at stream position ",
+              position, " (row ", first + static_cast<int64_t>(b), ", token ", row[i + 1], ") is ", scores[b].loss[i],
+              ": the model's outputs are not finite");
         const int32_t bytes = token_bytes[row[i + 1]];
         result.targets += 1;
         if (bytes <= 0) continue;
@@ -115,7 +120,6 @@ BpbResult evaluate_bpb(const std::vector<int32_t>& full_stream, const std::vecto
         result.bytes += bytes;
         result.counted_targets += 1;
         if (parts.empty()) continue;
-        const int64_t position = row_begin + static_cast<int64_t>(i) + 1;  // the target's place in the stream
         BpbPart& part = parts[std::upper_bound(starts.begin(), starts.end(), position) - starts.begin() - 1];
         part.nats += nats;
         part.bytes += bytes;

@@ -5,20 +5,22 @@
 #include "eval/gpt_adapters.h"
 #include "model/checkpoint.h"
 #include "util/error.h"
-#include "util/sha256.h"
+#include "util/folder_checksums.h"
 
 namespace ct {
 
 EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::path& dir, ReadGuard* guard) {
   check(std::filesystem::is_directory(dir), dir.string(), ": not a checkpoint folder");
-  if (guard)
+  if (guard) {
+    if (std::filesystem::exists(dir / kChecksumsFile)) guard->admit(dir / kChecksumsFile);
     for (const char* name : {"tokenizer.tiktoken", "tokenizer.json", kModelConfigFile, kModelWeightsFile})
       guard->admit(dir / name);
+  }
   EvalCheckpoint c;
   c.dir = dir;
+  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"}) verify_file_checksum(dir / name);
   c.tokenizer = Tokenizer::load(dir);
-  c.model = load_model(backend, dir);
-  c.weights_sha256 = sha256_file(dir / kModelWeightsFile);
+  c.model = load_model(backend, dir, DType::f32, &c.weights_sha256);
   check(c.model->config().vocab_size == c.tokenizer.vocab_size(), (dir / kModelConfigFile).string(),
         ": field 'vocab_size' is ", c.model->config().vocab_size, " but the tokenizer beside it has ",
         c.tokenizer.vocab_size(), " tokens");

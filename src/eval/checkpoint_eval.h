@@ -24,8 +24,9 @@ struct EvalCheckpoint {
   std::string weights_sha256;  // SHA-256 of model.safetensors (the gate's trusted_evaluation)
 };
 
-// Loads the model (fp32) onto `backend` and the tokenizer beside it; checks that they agree on the
-// vocabulary size. weights_sha256 hashes model.safetensors as found when loading. With a guard,
+// Loads the model (fp32) onto `backend` and the tokenizer beside it; checks each file against the
+// folder's SHA256SUMS (where it has one), every weight finite, and that model and tokenizer agree on
+// the vocabulary size. weights_sha256 hashes model.safetensors as found when loading. With a guard,
 // every file is admitted before it is read (an evaluator's guard allows only the checkpoint and the
 // pinned data: see evaluator_read_guard).
 EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::path& dir, ReadGuard* guard = nullptr);

@@ -177,9 +177,17 @@ CoreTaskResult evaluate_core_task(const CoreTaskSpec& spec, std::vector<CoreRow>
           const auto& s = scores[scored.at(r)];
           check(s.size() == p.question.sequences.size(), "scorer returned a group of the wrong size");
           for (size_t k = 0; k < s.size(); ++k) {
-            const size_t want = p.question.sequences[k].tokens.size() - 1;
+            const CoreSequence& seq = p.question.sequences[k];
+            const size_t want = seq.tokens.size() - 1;
             check(s[k].loss.size() == want && s[k].argmax.size() == want, "scorer returned ", s[k].loss.size(),
                   " losses and ", s[k].argmax.size(), " argmax for a sequence of ", want + 1, " tokens");
+            // A NaN loss never wins the lowest-mean-loss choice, nor the greedy match's argmax a fair
+            // one: the verdict would be a number, but not a score.
+            for (int64_t t = seq.span_begin; t < seq.span_end; ++t)
+              if (!std::isfinite(s[k].loss[t - 1]))
+                fail("task '", spec.label, "' (", spec.data_path.string(), ":", rows[r].line,
+                     "): the model's loss at position ", t, " of sequence ", k, " is ", s[k].loss[t - 1],
+                     ": the model's outputs are not finite");
           }
           judge(spec.type, p.question, s, rec);
         }

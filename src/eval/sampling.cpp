@@ -11,6 +11,10 @@ namespace ct {
 int32_t pick_next_token(const std::vector<float>& logits, double temperature, int64_t top_k, PythonRandom& rng) {
   check(!logits.empty(), "sampling: empty logits");
   check(temperature >= 0, "sampling: temperature must be >= 0, got ", temperature);
+  // A NaN compares false with everything: it would be picked, or skipped, by accident.
+  for (size_t id = 0; id < logits.size(); ++id)
+    check(std::isfinite(logits[id]), "sampling: the model's logit for token ", id, " is ", logits[id],
+          ": the model's outputs are not finite");
   if (temperature == 0) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }

@@ -6,6 +6,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 #include "util/json.h"
 
 namespace ct {
@@ -38,10 +39,12 @@ void save_model(GPT& model, const std::filesystem::path& dir, const std::map<std
 
 ModelConfig load_model_config(const std::filesystem::path& dir) {
   const auto path = dir / kModelConfigFile;
+  verify_file_checksum(path);
   return model_config_from_json(read_json_file(path), path.string());
 }
 
-void load_model_weights(GPT& model, const std::filesystem::path& safetensors_path) {
+std::string load_model_weights(GPT& model, const std::filesystem::path& safetensors_path) {
+  std::string sha256 = verify_file_checksum(safetensors_path);
   SafetensorsFile file(safetensors_path);
   std::set<std::string> expected;
   for (const Parameter& p : model.parameters()) expected.insert(p.spec.name);
@@ -54,13 +57,15 @@ void load_model_weights(GPT& model, const std::filesystem::path& safetensors_pat
   for (Parameter& p : model.parameters()) {
     const SafetensorsEntry& e = *file.find(p.spec.name);
     host.resize(static_cast<size_t>(e.numel()));
-    file.read(e, host.data());
+    file.read_finite_f32(e, host.data());
     model.backend().upload(p.value, host.data(), DType::f32);
   }
   model.weights_changed();
+  return sha256;
 }
 
-std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype) {
+std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& dir, DType dtype,
+                                std::string* weights_sha256) {
   const ModelConfig config = load_model_config(dir);
   // The weights file holds every parameter as F32: a config.json that describes a larger model than
   // the file can hold is refused before the model (twice its parameters, with gradients) is allocated.
@@ -73,7 +78,8 @@ std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& d
         config.parameter_count(), " F32 parameters (", needed_bytes, " bytes) that ", (dir / kModelConfigFile).string(),
         " describes");
   auto model = std::make_unique<GPT>(backend, config, dtype);
-  load_model_weights(*model, dir / kModelWeightsFile);
+  const std::string sha256 = load_model_weights(*model, weights_path);
+  if (weights_sha256) *weights_sha256 = sha256;
   return model;
 }
 

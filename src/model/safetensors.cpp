@@ -1,6 +1,7 @@
 #include "model/safetensors.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -125,6 +126,23 @@ void SafetensorsFile::read(const SafetensorsEntry& entry, void* dst) const {
   in.seekg(static_cast<std::streamoff>(data_start_ + entry.begin));
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(entry.end - entry.begin));
   check(in.good(), path_.string(), ": tensor '", entry.name, "': short read");
+}
+
+void SafetensorsFile::read_finite_f32(const SafetensorsEntry& entry, float* dst) const {
+  check(entry.dtype == "F32", path_.string(), ": tensor '", entry.name, "': expected dtype F32, got ", entry.dtype);
+  read(entry, dst);
+  const int64_t n = entry.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isfinite(dst[i])) continue;
+    // The flat index as one index per dimension (row-major), e.g. the row of an embedding.
+    std::string index;
+    for (int64_t d = static_cast<int64_t>(entry.shape.size()) - 1, rest = i; d >= 0; --d) {
+      index = str(rest % entry.shape[d], index.empty() ? "" : ", ", index);
+      rest /= entry.shape[d];
+    }
+    fail(path_.string(), ": tensor '", entry.name, "': element [", index, "] (flat index ", i, ") is ", dst[i],
+         "; every value must be finite");
+  }
 }
 
 std::string SafetensorsFile::metadata_value(const std::string& key) const {

@@ -35,6 +35,9 @@ class SafetensorsFile {
                                  const std::vector<int64_t>& shape) const;
   // Reads an entry's bytes into dst (exactly entry.end - entry.begin bytes).
   void read(const SafetensorsEntry& entry, void* dst) const;
+  // Reads an F32 entry and checks that every value is finite (weights, optimizer state): the error
+  // names the file, the tensor and its first NaN or Inf, by index and value.
+  void read_finite_f32(const SafetensorsEntry& entry, float* dst) const;
   std::string metadata_value(const std::string& key) const;  // error naming the file and key when absent
 
  private:

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/fault_point.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 #include "util/json.h"
 
 namespace ct {
@@ -171,6 +172,7 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     writer.set_metadata("world_size", std::to_string(contents.world_size));
     if (!contents.lineage.empty()) writer.set_metadata("lineage", contents.lineage);
     writer.write(staged / kTrainingStateFile);
+    write_folder_checksums(staged);
     fsync_path(staged);
     fault_point("checkpoint.staged");
     replace_directory(staged, dir);
@@ -187,10 +189,11 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
         ": the checkpoint's model shape differs from the recipe's model fields");
   const fs::path state_path = dir / kTrainingStateFile;
   check(fs::exists(state_path), state_path.string(), ": missing (a checkpoint without training state cannot be resumed)");
+  verify_file_checksum(state_path);
   SafetensorsFile file(state_path);
   check(file.metadata_value("format") == "clocktrain-training-state/1", state_path.string(),
         ": __metadata__ field 'format': expected clocktrain-training-state/1");
-  // Validate every tensor before touching the model or the optimizer.
+  // Validate every tensor's name, dtype and shape before touching the model or the optimizer.
   const auto state = optimizer.state();
   std::set<std::string> expected;
   for (const auto& [name, buffer] : state) {
@@ -233,7 +236,9 @@ CheckpointContents load_training_checkpoint(const fs::path& dir, GPT& model, Opt
   for (const auto& [name, buffer] : state) {
     const SafetensorsEntry& e = *file.find(name);
     host.resize(static_cast<size_t>(e.numel()));
-    file.read(e, host.data());
+    // A NaN in the state would surface only as the next step's non-finite loss or gradient, blamed
+    // on that step's data.
+    file.read_finite_f32(e, host.data());
     model.backend().upload(*buffer, host.data(), DType::f32);
   }
   optimizer.set_steps_taken(optimizer_steps);

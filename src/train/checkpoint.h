@@ -2,7 +2,8 @@
 // A resumable training checkpoint: the model checkpoint of model/checkpoint.h (model.safetensors,
 // config.json, the tokenizer files) plus training_state.safetensors, which holds every optimizer
 // state tensor (f32) and, in its __metadata__, the step, tokens, training clock, the optimizer's
-// step count, the loader's position (JSON) and the recipe.
+// step count, the loader's position (JSON) and the recipe; and SHA256SUMS, the SHA-256 of each of
+// those files (util/folder_checksums.h), written last.
 //
 // The folder is written as a whole: every file goes into a temporary sibling folder (each file
 // atomic, fsynced), which then replaces the previous folder in one atomic exchange (renameat2
@@ -48,8 +49,10 @@ uint64_t checkpoint_bytes_upper_bound(const ModelConfig& config);
 void save_training_checkpoint(const std::filesystem::path& dir, GPT& model, const Optimizer& optimizer,
                               const CheckpointContents& contents, const std::filesystem::path& tokenizer_dir);
 
-// Reads the weights into `model` and the optimizer state into `optimizer` (names, dtypes and shapes
-// checked first), and returns the rest. Errors name the file and the field.
+// Reads the weights into `model` and the optimizer state into `optimizer` (each file checked
+// against SHA256SUMS where the folder has one, names, dtypes and shapes checked first, every value
+// checked finite as it is read), and returns the rest. Errors name the file and the field or tensor;
+// after one, the model and optimizer are partly loaded and must not be used.
 CheckpointContents load_training_checkpoint(const std::filesystem::path& dir, GPT& model, Optimizer& optimizer);
 
 // Replaces folder `dir` by `staged` (a sibling): an atomic exchange, then the old one is removed. On a

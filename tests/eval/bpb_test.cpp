@@ -189,6 +189,30 @@ TEST(Bpb, KnownAnswerIndependentOfRowsPerCallAndThreads) {
   EXPECT_THROW(evaluate_bpb(stream, byte_token_bytes(), fake, longer), Error);
 }
 
+// A model whose loss is NaN at one target (a NaN weight that only some tokens reach, an overflow):
+// val_bpb was printed as nan with exit 0 (issue 42); it is an error naming where.
+TEST(Bpb, ANonFiniteLossIsAnErrorNamingTheTarget) {
+  class NanAtC final : public SequenceScorer {
+   public:
+    int64_t context_length() const override { return 2; }
+    void score(const std::vector<std::vector<int32_t>>& sequences, std::vector<SequenceScores>& out) override {
+      out.assign(sequences.size(), {});
+      for (size_t s = 0; s < sequences.size(); ++s)
+        for (size_t i = 0; i + 1 < sequences[s].size(); ++i) {
+          out[s].loss.push_back(sequences[s][i + 1] == 'c' ? std::nanf("") : 1.0f);
+          out[s].argmax.push_back(0);
+        }
+    }
+  } fake;
+  test::ByteEncoder enc;
+  // rows [256 97 98] and [98 256 99]: 'c' (99) is the target at stream position 4, in row 1
+  const std::vector<int32_t> stream = tokenize_documents({"ab", "c"}, enc);
+  const std::string e = test::error_of([&] { evaluate_bpb(stream, byte_token_bytes(), fake, BpbOptions{}); });
+  EXPECT_NE(e.find("val_bpb: the model's loss for the target at stream position 4 (row 1, token 99) is nan"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Bpb, BadInput) {
   PositionFake fake(8);
   EXPECT_THROW(evaluate_bpb({256}, byte_token_bytes(), fake, BpbOptions{}), Error);

@@ -276,6 +276,32 @@ TEST(CoreEval, FewShotsFromFewRowsAndMaxPerTask) {
   EXPECT_THROW(evaluate_core(bundle, enc, fake, CoreOptions{.tasks = {"nope"}}), Error);
 }
 
+// A model whose losses are NaN gave a finite CORE (a NaN mean loss never wins, so the first choice
+// did), exit 0 (issue 42): an error naming the task, the row and the position.
+TEST(CoreEval, ANonFiniteLossIsAnError) {
+  class NanScorer final : public SequenceScorer {
+   public:
+    int64_t context_length() const override { return 64; }
+    void score(const std::vector<std::vector<int32_t>>& sequences, std::vector<SequenceScores>& out) override {
+      out.assign(sequences.size(), {});
+      for (size_t s = 0; s < sequences.size(); ++s) {
+        out[s].loss.assign(sequences[s].size() - 1, std::nanf(""));
+        out[s].argmax.assign(sequences[s].size() - 1, 0);
+      }
+    }
+  } nan_scorer;
+  test::ToyEncoder enc;
+  const CoreBundle bundle = load_core_bundle(small_bundle());
+  for (const char* label : {"mc_default", "schema_zero", "lm_default"}) {
+    CoreOptions opt;
+    opt.tasks = {label};
+    const std::string e = test::error_of([&] { evaluate_core(bundle, enc, nan_scorer, opt); });
+    EXPECT_NE(e.find(str("task '", label, "' (")), std::string::npos) << e;
+    EXPECT_NE(e.find("): the model's loss at position "), std::string::npos) << e;
+    EXPECT_NE(e.find(" is nan: the model's outputs are not finite"), std::string::npos) << e;
+  }
+}
+
 TEST(CoreEval, ReadGuardSeesEveryFileAndRefusesOthers) {
   test::ToyEncoder enc;
   test::HashFakeScorer fake(64);

@@ -1,44 +1,27 @@
 // `clocktrain eval bpb|core` and `clocktrain sample` on a tiny checkpoint made here (a random GPT
 // with the small test tokenizer beside it), and the comparison with the torch reference when
 // tests/python/reference_gpt.py exists.
-#include <random>
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <limits>
 
 #include "backend/cpu/cpu_backend.h"
 #include "data/data_test_support.h"
 #include "eval/checkpoint_eval.h"
 #include "eval/gpt_adapters.h"
+#include "eval/tiny_checkpoint.h"
 #include "model/checkpoint.h"
 #include "test_support.h"
-#include "text/small_tokenizer.h"
 #include "util/files.h"
 #include "util/sha256.h"
 
 namespace ct {
 namespace {
 
-// A checkpoint folder: config.json + model.safetensors + tokenizer files, random non-zero weights.
-void make_tiny_checkpoint(const fs::path& dir, int64_t vocab_override = 0) {
-  auto backend = make_cpu_backend(BackendOptions{});
-  ModelConfig c;
-  c.vocab_size = vocab_override ? vocab_override : test::small_tokenizer().vocab_size();
-  c.sequence_len = 64;
-  c.n_layer = 2;
-  c.n_embd = 32;
-  c.n_head = 2;
-  c.n_kv_head = 2;
-  GPT model(*backend, c);
-  model.initialize(5);
-  std::mt19937 gen(9);
-  std::normal_distribution<float> normal(0.0f, 0.3f);
-  for (auto& p : model.parameters()) {
-    if (p.spec.init != ParamInit::zero) continue;
-    std::vector<float> host(static_cast<size_t>(p.value.tensor().numel()));
-    for (auto& v : host) v = normal(gen);
-    backend->upload(p.value, host.data(), DType::f32);
-  }
-  save_model(model, dir);
-  test::small_tokenizer().save(dir);
-}
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using test::make_tiny_checkpoint;
 
 class EvalCli : public ::testing::Test {
  protected:
@@ -70,9 +53,10 @@ TEST_F(EvalCli, BpbMatchesTheLibraryAndTheCap) {
   EXPECT_EQ(j["checkpoint_sha256"], sha256_file(dir_ / "ckpt" / "model.safetensors"));
   EXPECT_EQ(j["checkpoint_sha256"], checkpoint.weights_sha256);
   const auto files = j["files_read"].get<std::vector<std::string>>();
-  ASSERT_EQ(files.size(), 5u);
-  EXPECT_EQ(files[3], canonical_for_guard(dir_ / "ckpt" / "model.safetensors").string());
-  EXPECT_EQ(files[4], canonical_for_guard(dir_ / "data" / "val" / "val_000.jsonl.zst").string());
+  ASSERT_EQ(files.size(), 6u);
+  EXPECT_EQ(files[0], canonical_for_guard(dir_ / "ckpt" / "SHA256SUMS").string());
+  EXPECT_EQ(files[4], canonical_for_guard(dir_ / "ckpt" / "model.safetensors").string());
+  EXPECT_EQ(files[5], canonical_for_guard(dir_ / "data" / "val" / "val_000.jsonl.zst").string());
   // A random model is far from a good one: about log2(vocab)/bytes-per-token bits per byte or more.
   EXPECT_GT(lib.bpb, 1.0);
   // Bytes = the UTF-8 bytes of the three documents (BOS targets count nothing).
@@ -134,8 +118,8 @@ TEST_F(EvalCli, CoreTableJsonAndDump) {
   EXPECT_EQ(j["tasks"][0]["shots"], 2);
   EXPECT_TRUE(j["task_subset"].get<bool>());
   const auto files = j["files_read"].get<std::vector<std::string>>();
-  ASSERT_EQ(files.size(), 8u);  // 4 checkpoint files, core.yaml, the CSV, 2 task files
-  EXPECT_EQ(files[7], canonical_for_guard(bundle + "/eval_data/lm/lm_default.jsonl").string());
+  ASSERT_EQ(files.size(), 9u);  // SHA256SUMS and 4 checkpoint files, core.yaml, the CSV, 2 task files
+  EXPECT_EQ(files[8], canonical_for_guard(bundle + "/eval_data/lm/lm_default.jsonl").string());
   Json d = Json::parse(read_file(dump));
   EXPECT_EQ(d["tasks"][1]["row_records"].size(), 4u);
   EXPECT_EQ(d["tasks"][0]["row_records"][0]["prompts"].size(),
@@ -192,6 +176,71 @@ TEST_F(EvalCli, AnOutThatCannotBeWrittenIsRefusedBeforeEvaluating) {
     EXPECT_NE(r.output.find(out + ": " + (dir_ / "a-file").string() + ": cannot create folder"), std::string::npos)
         << what << r.output;
     EXPECT_EQ(r.output.find("val_bpb"), std::string::npos) << what << r.output;
+  }
+}
+
+// A changed byte in any file the evaluators read is refused naming the file, by eval and sample
+// alike (issue 42). Each change is one the readers accepted before: the sign of the last weight, a
+// space of a JSON file turned into a tab, the tiktoken file's last newline into a carriage return.
+TEST_F(EvalCli, AChangedByteInACheckpointFileIsRefusedNamingTheFile) {
+  const auto offset_of = [&](const std::string& file, const std::string& text) {
+    return static_cast<int64_t>(read_file(dir_ / "ckpt" / file).find(text));
+  };
+  struct Damage {
+    std::string file;
+    int64_t offset;
+    unsigned char mask;
+  };
+  const std::vector<Damage> damages = {
+      {"model.safetensors", -1, 0x80},
+      {"config.json", offset_of("config.json", "\n ") + 1, ' ' ^ '\t'},
+      {"tokenizer.json", offset_of("tokenizer.json", ": ") + 1, ' ' ^ '\t'},
+      {"tokenizer.tiktoken", -1, '\n' ^ '\r'},
+  };
+  const std::string bundle = (test::source_dir() / "tests/data/core_small").string();
+  for (const Damage& d : damages) {
+    const fs::path copy = dir_ / ("damaged-" + d.file);
+    fs::copy(dir_ / "ckpt", copy);
+    test::flip_byte(copy / d.file, d.offset, d.mask);
+    const std::vector<std::string> commands = {" eval bpb " + copy.string() + " --data " + (dir_ / "data").string(),
+                                               " eval core " + copy.string() + " --bundle " + bundle,
+                                               " sample " + copy.string() + " --max-tokens 4"};
+    for (const std::string& command : commands) {
+      auto r = test::run_command(bin() + command + " --backend cpu");
+      EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+      EXPECT_THAT(r.output, AllOf(HasSubstr((copy / d.file).string() + ": SHA-256 "),
+                                  HasSubstr("recorded in " + (copy / "SHA256SUMS").string())))
+          << command;
+    }
+  }
+  // A checkpoint written before clocktrain recorded SHA256SUMS is read unverified.
+  fs::copy(dir_ / "ckpt", dir_ / "unlisted");
+  fs::remove(dir_ / "unlisted" / "SHA256SUMS");
+  auto r = test::run_command(bin() + " eval bpb " + (dir_ / "unlisted").string() + " --data " +
+                             (dir_ / "data").string() + " --backend cpu --no-progress");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A NaN weight written as such (SHA256SUMS agrees) in a row the validation text never reaches (the
+// <|end|> token's embedding): eval bpb and CORE printed a score from it and exited 0 (issue 42).
+// Every command that loads the model refuses it, naming the tensor and the element.
+TEST_F(EvalCli, ANonFiniteWeightIsRefusedNamingTheTensor) {
+  const int64_t end_token = test::small_tokenizer().vocab_size() - 1, n_embd = 32;
+  make_tiny_checkpoint(dir_ / "nan", 0, [&](GPT& model) {
+    test::set_parameter_element(model, "transformer.wte.weight", end_token * n_embd + 7,
+                                std::numeric_limits<float>::quiet_NaN());
+  });
+  const std::string nan = (dir_ / "nan").string();
+  const std::string expected = str(nan, "/model.safetensors: tensor 'transformer.wte.weight': element [", end_token,
+                                   ", 7] (flat index ", end_token * n_embd + 7, ") is nan");
+  const std::vector<std::string> commands = {
+      " eval bpb " + nan + " --data " + (dir_ / "data").string(),
+      " eval core " + nan + " --bundle " + (test::source_dir() / "tests/data/core_small").string(),
+      " sample " + nan + " --max-tokens 4"};
+  for (const std::string& command : commands) {
+    auto r = test::run_command(bin() + command + " --backend cpu");
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(expected)) << command;
   }
 }
 

@@ -1,18 +1,22 @@
 // safetensors writing and validated reading, and the model checkpoint folder.
-#include <gtest/gtest.h>
+#include <gmock/gmock.h>
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 #include "model/tiny_model.h"
 #include "test_support.h"
 #include "util/files.h"
+#include "util/folder_checksums.h"
 
 namespace ct {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using test::error_of;
 
 // A file with the given header text and data bytes.
@@ -146,6 +150,60 @@ TEST(ModelCheckpoint, ConfigLargerThanTheWeightsFileIsRefusedBeforeAllocating) {
   const std::string e = error_of([&] { load_model(*backend, dir.path()); });
   EXPECT_NE(e.find("model.safetensors: "), std::string::npos) << e;
   EXPECT_NE(e.find("bytes cannot hold the"), std::string::npos) << e;
+}
+
+// Issue 42: with SHA256SUMS beside them, a changed byte in config.json or model.safetensors is an error
+// naming the file, where the reader accepted it before (a weight's sign; a space of config.json
+// turned into a tab).
+TEST(ModelCheckpoint, AChangedByteIsRefusedNamingTheFile) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  test::randomize_parameters(model, 4);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  ASSERT_NE(load_model(*backend, dir.path()), nullptr);
+
+  test::flip_byte(dir / "model.safetensors", -1);
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              HasSubstr((dir / "model.safetensors").string() + ": SHA-256 "));
+  EXPECT_THAT(error_of([&] { load_model_weights(model, dir / "model.safetensors"); }),
+              HasSubstr((dir / "model.safetensors").string() + ": SHA-256 "));
+  test::flip_byte(dir / "model.safetensors", -1);  // back as written
+
+  const int64_t space = static_cast<int64_t>(read_file(dir / "config.json").find("\n ")) + 1;
+  test::flip_byte(dir / "config.json", space, ' ' ^ '\t');
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              AllOf(HasSubstr((dir / "config.json").string() + ": SHA-256 "), HasSubstr(" recorded in ")));
+  EXPECT_THAT(error_of([&] { load_model_config(dir.path()); }),
+              HasSubstr((dir / "config.json").string() + ": SHA-256 "));
+}
+
+// Issue 42: a NaN or Inf weight, written as such (SHA256SUMS agrees), is refused naming the tensor and
+// the element; here in a padding row of wte (vocab 200 padded to 256), which no token ever reads.
+TEST(ModelCheckpoint, ANonFiniteWeightIsRefusedNamingTheTensor) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  test::randomize_parameters(model, 4);
+  std::vector<float> wte(256 * 32);
+  Parameter& p = model.parameters().front();
+  ASSERT_EQ(p.spec.name, "transformer.wte.weight");
+  backend->download(wte.data(), DType::f32, p.value);
+  wte[250 * 32 + 3] = std::numeric_limits<float>::quiet_NaN();
+  backend->upload(p.value, wte.data(), DType::f32);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  EXPECT_THAT(error_of([&] { load_model(*backend, dir.path()); }),
+              HasSubstr((dir / "model.safetensors").string() +
+                        ": tensor 'transformer.wte.weight': element [250, 3] (flat index 8003) is nan"));
+  wte[250 * 32 + 3] = 0.0f;
+  wte[7] = -std::numeric_limits<float>::infinity();
+  backend->upload(p.value, wte.data(), DType::f32);
+  save_model(model, dir.path());
+  write_folder_checksums(dir.path());
+  EXPECT_THAT(error_of([&] { load_model_weights(model, dir / "model.safetensors"); }),
+              HasSubstr("model.safetensors: tensor 'transformer.wte.weight': element [0, 7] (flat index 7) is -inf"));
 }
 
 // Fields beyond the limits would overflow the parameter count (int64) or ask for huge rotary tables.

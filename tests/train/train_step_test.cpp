@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,31 @@ TEST(TrainStep, DropsTheBackendsRegionsWhenMadeAndWhenGone) {
   backend.graph_resets.clear();
   { TrainStep step(model, optimizer, 1, 2, 16, true); }
   EXPECT_TRUE(backend.graph_resets.empty());
+}
+
+// A NaN weight inside the MLP: relu(x)^2 may hide it from the loss, never from the gradients, which
+// the step checks tensor by tensor. (The trainer tested this through a poisoned checkpoint, which
+// is now refused when it is read.)
+TEST(TrainStep, ANanWeightShowsInTheGradients) {
+  auto backend = test::cpu_backend(1);
+  GPT model(*backend, test::three_layer_config(64, 16, 32, 2, 1), DType::f32);
+  test::randomize_parameters(model, 7);
+  Optimizer optimizer(model, OptimizerConfig{});
+  for (Parameter& p : model.parameters()) {
+    if (p.spec.name != "transformer.h.0.mlp.c_fc.weight") continue;
+    std::vector<float> host(static_cast<size_t>(p.spec.shape.numel()));
+    backend->download(host.data(), DType::f32, p.value);
+    host[3] = std::nanf("");
+    backend->upload(p.value, host.data(), DType::f32);
+  }
+  model.weights_changed();
+  TrainStep step(model, optimizer, 1, 2, 16, /*graphs=*/false);
+  const auto batch = [](std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+    test::random_batch(2, 16, 64, 3, inputs, targets);
+  };
+  const StepMeasurement measured = step.forward_backward(batch);
+  EXPECT_FALSE(measured.gradients.finite());
+  EXPECT_FALSE(measured.gradients.first_nonfinite.empty());
 }
 
 // The data-parallel step's buckets: parameters in the order backward finishes them (reverse index
