@@ -206,12 +206,18 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   const bool launched_rank0 = launched_as_rank0();
   RunFolderLock run_folder_lock;  // held to the end: the run folder is this process's to write
   if (launched_rank0) {
+    // read-only checks first (a refusal writes nothing), then the lock, and the records again under it
+    const auto check_unused = [&] {
+      for (const char* name : {kResultFileName, kMetricsFileName})
+        check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
+              ": the run folder already holds a run; choose a new --out");
+    };
+    RunFolderLock::of_existing(out.run_dir);
+    check_unused();
+    check_room_for_checkpoints(out.run_dir, recipe.model);
     check_writable_folder(out.run_dir, "--out");
     run_folder_lock = RunFolderLock(out.run_dir);
-    for (const char* name : {kResultFileName, kMetricsFileName})
-      check(!fs::exists(out.run_dir / name), (out.run_dir / name).string(),
-            ": the run folder already holds a run; choose a new --out");
-    check_room_for_checkpoints(out.run_dir, recipe.model);
+    check_unused();
   }
   log << "run: " << recipe.name << ", round " << o.round << ", " << out.run_dir.string() << "\n" << std::flush;
 
