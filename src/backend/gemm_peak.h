@@ -20,8 +20,8 @@ class GemmRate {
 
   // The fastest of `repeats` calls, in FLOP/s.
   double best_of(int repeats);
-  // Calls back to back until `seconds` have passed (at least 4 calls, at most max_calls): their
-  // total FLOP over their total time. The fastest single call joins best_call().
+  // Calls back to back until `seconds` have passed (at least 4 calls unless they pass 4 x seconds, at
+  // most max_calls): their total FLOP over their total time. The fastest single call joins best_call().
   double window(double seconds, int max_calls = INT_MAX);
   // The fastest single call timed so far (best_of and window), in FLOP/s; 0 before any.
   double best_call() const { return best_call_; }

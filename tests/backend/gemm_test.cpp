@@ -192,6 +192,11 @@ TEST(GemmPeak, TimesOnTheClockItIsGiven) {
   // a window of 1.2 s on that clock: 4 calls (the least a window makes; 2 s by then)
   EXPECT_EQ(rate.window(1.2), flop / 0.5);
   EXPECT_EQ(rate.best_call(), flop / 0.5);
+  // a window of 0.2 s: calls of 0.5 s stop at 1 s, past 4 x the window, after 2 calls (each reads the
+  // clock twice: 1 s on it per call)
+  const double before = g_fake_now;
+  EXPECT_EQ(rate.window(0.2), flop / 0.5);
+  EXPECT_EQ(g_fake_now - before, 2.0);
 }
 
 TEST(GemmPeak, TheFastestCallIsAtLeastAWindowsAverage) {

@@ -108,7 +108,8 @@ double CpuBackend::peak_flops() const { return matmul_bf16_ ? peak_.bf16_flops()
 // matmuls use (f32 through the f32 library, or bf16 through oneDNN), timed by GemmRate (gemm_peak.h)
 // through this backend's own gemm. A bf16 product on AMX takes only a few ms and its rate swings from
 // run to run on the 2-vCPU development VM (520 to 1400 GFLOP/s measured at startup on an idle
-// machine), so it repeats until ~0.3 s have been measured (4 to 63 calls after the warm-up). This is
+// machine), so it repeats until ~0.3 s have been measured (4 to 63 calls after the warm-up, fewer only
+// where 4 would pass 1.2 s: a slow CPU, or an emulator, where one call takes ~25 s). This is
 // a best-of on a shared machine, not a ceiling: a step can beat it (MFU divides by peak_flops()).
 double CpuBackend::matmul_ceiling_flops() const {
   if (matmul_ceiling_cache_ >= 0) return matmul_ceiling_cache_;
