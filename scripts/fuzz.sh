@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs clocktrain's libFuzzer targets (fuzz/*_fuzz.cpp; docs/reliability.md).
 #
-#   scripts/fuzz.sh ci                      every target for FUZZ_CI_SECONDS (default 20) seconds
+#   scripts/fuzz.sh ci                      every target for FUZZ_CI_SECONDS (default 10) seconds
 #   scripts/fuzz.sh local [SECONDS]         every target for SECONDS (default 600) seconds
 #   scripts/fuzz.sh one TARGET [SECONDS]    one target (default 600 seconds)
 #
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-  ci) seconds=${FUZZ_CI_SECONDS:-20} ;;
+  ci) seconds=${FUZZ_CI_SECONDS:-10} ;;
   local) seconds=${2:-600} ;;
   one)
     [ -n "${2:-}" ] || { echo "usage: $0 one TARGET [SECONDS]" >&2; exit 2; }

@@ -13,7 +13,7 @@
 #                (label mpi, docs/parallel.md).
 #                ASAN_PRESET=asan uses GCC's sanitizers instead (preset asan, a separate build).
 #   3. fuzz      run each libFuzzer target for a short fixed time (scripts/fuzz.sh ci;
-#                FUZZ_CI_SECONDS, default 20)
+#                FUZZ_CI_SECONDS, default 10; the deep runs are outside CI: docs/reliability.md)
 #   4. zen3      build for AMD Zen 3 (preset zen3: -march=znver3, no AVX-512) and run the kernel,
 #                model, optimizer, evaluator tests and one training run under QEMU posing as an
 #                EPYC-Milan, whose CPUID has no AVX-512 (scripts/emulated-cpu-test.sh, docs/cpu.md):
