@@ -59,7 +59,7 @@ std::string resume_command(const std::string& program, const TrainArgs& a, const
   if (checkpoint.empty() || checkpoint.lexically_normal().parent_path() != out_dir.lexically_normal())
     argv.insert(argv.end(), {"--out", out_dir.string()});
   if (!checkpoint.empty()) argv.insert(argv.end(), {"--resume", checkpoint.string()});
-  return shell_join(relaunch_command(launch_environment_from_process(), argv, ::geteuid() == 0));
+  return shell_join(relaunch_command_for_this_process(launch_environment_from_process(), argv, ::geteuid() == 0));
 }
 
 void run_train(const std::string& program, const TrainArgs& a) {

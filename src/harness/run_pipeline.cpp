@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "backend/parallel/launch.h"
+#include "backend/parallel/process_group.h"
 #include "eval/core_bundle.h"
 #include "harness/data_cache.h"
 #include "harness/environment.h"
@@ -263,6 +264,9 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   const Training training = run_training(recipe, *backend, prepared, out.run_dir, o.progress, guard, log);
   if (!training.error.empty()) out.notes.push_back("training: " + training.error);
   const int64_t job_cores = cores_of_the_job(*backend);  // a collective: every process, before the others leave
+  // The job's last collective is done: each process leaves it now, so that the others exit at once
+  // instead of waiting in MPI_Finalize (which polls) until rank 0 has evaluated.
+  if (ProcessGroup* group = ProcessGroup::world_if_started()) group->finish();
   if (!writer) {
     check(training.error.empty(), "training (rank ", backend->rank(), "): ", training.error);
     out.speaks = false;

@@ -153,5 +153,58 @@ TEST(LaunchEnvironment, RelaunchCommandStartsTheSameNumberOfProcesses) {
             (Argv{"srun", "-n", "2", "./build/clocktrain", "train", "r.toml"}));
 }
 
+// The launcher's own command line, when it started this process directly, is repeated whole: the
+// placement on several machines is part of the command that continues the job.
+TEST(LaunchEnvironment, RelaunchCommandKeepsTheLaunchersOwnOptions) {
+  using Argv = std::vector<std::string>;
+  const Argv program = {"./build/clocktrain", "train", "r.toml", "--resume", "run/checkpoint"};
+  const Argv started_as = {"./build/clocktrain", "train", "r.toml", "--out", "run"};
+  const auto with = [&](const Argv& launcher) {
+    Argv command = launcher;
+    command.insert(command.end(), started_as.begin(), started_as.end());
+    return command;
+  };
+  const Argv resumed_tail = {"./build/clocktrain", "train", "r.toml", "--resume", "run/checkpoint"};
+  const auto expect = [&](Argv launcher) {
+    launcher.insert(launcher.end(), resumed_tail.begin(), resumed_tail.end());
+    return launcher;
+  };
+  const LaunchEnvironment mpi = parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                       {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  const Argv hosts = {"/usr/bin/mpirun", "-np", "4", "--host", "a:2,b:2", "--mca", "btl", "tcp,self"};
+  EXPECT_EQ(relaunch_command(mpi, program, false, with(hosts), started_as), expect(hosts));
+  Argv as_root = hosts;
+  as_root.push_back("--allow-run-as-root");
+  EXPECT_EQ(relaunch_command(mpi, program, true, with(hosts), started_as), expect(as_root));
+  EXPECT_EQ(relaunch_command(mpi, program, true, with(as_root), started_as), expect(as_root)) << "not twice";
+  EXPECT_EQ(relaunch_command(mpi, program, false, with({"mpiexec", "-n", "4", "--hostfile", "h"}), started_as),
+            expect({"mpiexec", "-n", "4", "--hostfile", "h"}));
+
+  const LaunchEnvironment torch = parse({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}});
+  const Argv nodes = {"torchrun", "--nnodes", "2", "--nproc_per_node", "2", "--rdzv_endpoint", "a:29500",
+                      "--no-python"};
+  EXPECT_EQ(relaunch_command(torch, program, false, with(nodes), started_as), expect(nodes));
+  // torchrun's script under its interpreter: the interpreter is left out
+  Argv script = nodes;
+  script[0] = "/venv/bin/torchrun";
+  script.insert(script.begin(), "/venv/bin/python3");
+  Argv script_alone(script.begin() + 1, script.end());
+  EXPECT_EQ(relaunch_command(torch, program, false, with(script), started_as), expect(script_alone));
+  const Argv module = {"python3", "-m", "torch.distributed.run", "--nproc_per_node", "4", "--no-python"};
+  EXPECT_EQ(relaunch_command(torch, program, false, with(module), started_as), expect(module));
+
+  // Not the launcher's command that started this process: rebuilt from the environment.
+  const Argv rebuilt_mpi = expect({"mpirun", "-np", "4"});
+  EXPECT_EQ(relaunch_command(mpi, program, false, {"sh", "-c", "./build/clocktrain train r.toml"}, started_as),
+            rebuilt_mpi)
+      << "a shell in between";
+  EXPECT_EQ(relaunch_command(mpi, program, false, with({"orted", "--hnp-uri", "x"}), started_as), rebuilt_mpi)
+      << "started by a remote node's daemon";
+  EXPECT_EQ(relaunch_command(mpi, program, false, with(nodes), started_as), rebuilt_mpi) << "another launcher";
+  EXPECT_EQ(relaunch_command(mpi, program, false, started_as, started_as), rebuilt_mpi) << "nothing before it";
+  EXPECT_EQ(relaunch_command(mpi, program, false, {}, started_as), rebuilt_mpi) << "no parent command line";
+  EXPECT_EQ(relaunch_command(parse({}), program, false, with(hosts), started_as), program) << "one process";
+}
+
 }  // namespace
 }  // namespace ct

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -112,6 +113,25 @@ pid_t pid_in(const fs::path& file) {
   if (!fs::exists(file)) return 0;
   const std::string text = read_file(file);
   return text.empty() || text.back() != '\n' ? 0 : static_cast<pid_t>(std::stol(text));
+}
+
+// The clocktrain process whose environment holds `variable` (e.g. "OMPI_COMM_WORLD_RANK=0") and one of
+// whose arguments is `argument`; 0 while there is none.
+pid_t clocktrain_process_with(const std::string& variable, const std::string& argument) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::vector<std::string> argv, environment;
+    for (auto [file, words] : {std::pair{"cmdline", &argv}, std::pair{"environ", &environment}}) {
+      std::ifstream in(entry.path() / file, std::ios::binary);
+      for (std::string word; std::getline(in, word, '\0');) words->push_back(word);
+    }
+    if (argv.empty() || fs::path(argv[0]).filename() != "clocktrain") continue;
+    if (std::find(argv.begin(), argv.end(), argument) == argv.end()) continue;
+    if (std::find(environment.begin(), environment.end(), variable) != environment.end())
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
 }
 
 // Train rows in a run's metrics.jsonl so far (a line may be half written).
@@ -321,8 +341,9 @@ INSTANTIATE_TEST_SUITE_P(Launchers, StoppedProcess,
 
 // A 2-process run stopped by SIGTERM (sent to rank 0, whose clock and signals every process follows)
 // prints the command that continues it, launcher included: run as printed it resumes the run on two
-// processes to its last step. Under mpirun, and under torchrun (a `torchrun` on PATH that starts the
-// stand-in launcher).
+// processes to its last step. Under mpirun, started directly by it, so that the whole mpirun command
+// is repeated (an option the environment does not show, --mca btl, included); and under torchrun (a
+// `torchrun` on PATH that starts the stand-in launcher, through a shell: the launch is rebuilt).
 class SignalledJob : public DataParallel, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
@@ -335,15 +356,18 @@ TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
                     "#!/bin/sh\nexec " + test::python() + " " + standin.string() + " \"$@\"\n");
   fs::permissions(dir / "bin" / "torchrun", fs::perms::owner_all);
   const std::string path = "PATH=" + (dir / "bin").string() + ":$PATH ";
-  const std::string launcher = under_mpirun ? mpirun(2) : path + "torchrun --nproc_per_node 2 --no-python ";
+  const std::string mca = "--mca btl self,vader ";
+  const std::string launcher = under_mpirun ? mpirun(2) + mca : path + "torchrun --nproc_per_node 2 --no-python ";
   const fs::path run = dir / "run";
   constexpr int64_t kSteps = 30;
-  start_in_background(launcher + writing_pids(dir.path(), under_mpirun ? "OMPI_COMM_WORLD_RANK" : "RANK",
-                                              train(dir / "tiny.toml") + " --steps " + std::to_string(kSteps) +
-                                                  " --out " + run.string()),
+  const std::string command = train(dir / "tiny.toml") + " --steps " + std::to_string(kSteps) + " --out " + run.string();
+  start_in_background(launcher + (under_mpirun ? command : writing_pids(dir.path(), "RANK", command)),
                       dir / "job.log", dir / "job.status");
   ASSERT_TRUE(wait_until(60, [&] { return train_rows(run) >= 3; })) << read_file(dir / "job.log");
-  ASSERT_EQ(::kill(pid_in(dir / "pid.0"), SIGTERM), 0);
+  const pid_t rank0 = under_mpirun ? clocktrain_process_with("OMPI_COMM_WORLD_RANK=0", run.string())
+                                   : pid_in(dir / "pid.0");
+  ASSERT_GT(rank0, 0);
+  ASSERT_EQ(::kill(rank0, SIGTERM), 0);
   ASSERT_TRUE(wait_until(60, [&] { return fs::exists(dir / "job.status"); })) << read_file(dir / "job.log");
   const std::string output = read_file(dir / "job.log");
   EXPECT_NE(read_file(dir / "job.status"), "0\n") << output;
@@ -356,7 +380,7 @@ TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
   const std::string printed = output.substr(at + marker.size(), output.find('\n', at) - at - marker.size());
   const std::string as_root = ::geteuid() == 0 ? "--allow-run-as-root " : "";
   const std::string expected_start =
-      (under_mpirun ? "mpirun -np 2 --oversubscribe --bind-to none " + as_root
+      (under_mpirun ? "mpirun -np 2 --oversubscribe --bind-to none " + mca + as_root
                     : std::string("torchrun --nproc_per_node 2 --no-python ")) +
       test::clocktrain_bin() + " train ";
   EXPECT_EQ(printed.substr(0, expected_start.size()), expected_start) << printed;
@@ -657,11 +681,13 @@ TEST_P(RunOnTwoProcesses, UsesBothAndWritesOneResult) {
   const fs::path data = test::make_run_data(dir.path(), /*with_core=*/true);
   const fs::path recipe = test::write_run_recipe(dir / "toy.toml");
   const std::string launcher = GetParam() == "mpirun" ? mpirun(2) : torchrun_standin(2);
-  const auto r = test::run_command(launcher + test::clocktrain_bin() + " run " + recipe.string() + " --data " +
-                                   data.string() + " --cache " + (dir / "cache").string() + " --out " +
-                                   (dir / "run").string() +
-                                   " --shard-tokens 20000 --heldout-tokens 2000 --no-progress --threads 1 --round 2 "
-                                   "--budget 2 --practice");
+  // Each process touches left.<rank> as it exits, with its exit status kept.
+  const std::string run = test::clocktrain_bin() + " run " + recipe.string() + " --data " + data.string() +
+                          " --cache " + (dir / "cache").string() + " --out " + (dir / "run").string() +
+                          " --shard-tokens 20000 --heldout-tokens 2000 --no-progress --threads 1 --round 2 "
+                          "--budget 2 --practice";
+  const auto r = test::run_command(launcher + "sh -c '" + run + "; status=$?; touch " + (dir / "left.").string() +
+                                   "${OMPI_COMM_WORLD_RANK:-$RANK}; exit $status'");
   EXPECT_NE(r.output.find(GetParam() == "mpirun" ? "(Open MPI" : "(Gloo"), std::string::npos) << r.output;
   // 3: the gate failed (below). mpirun exits with its first failed rank's code; torchrun (and the
   // stand-in) exit 1 when any worker failed, and say how each ended.
@@ -684,6 +710,10 @@ TEST_P(RunOnTwoProcesses, UsesBothAndWritesOneResult) {
   EXPECT_TRUE(test::check_named(result, "trusted_evaluation").passed);
   EXPECT_TRUE(result.core.has_value());
   EXPECT_EQ(read_json_file(dir / "run" / "train_summary.json")["device"]["world_size"], 2);
+  // Rank 1 left once the job's last collective was done, before rank 0 had evaluated and written the
+  // result (under mpirun it used to wait in MPI_Finalize until rank 0 exited).
+  ASSERT_TRUE(fs::exists(dir / "left.1")) << r.output;
+  EXPECT_LT(fs::last_write_time(dir / "left.1"), fs::last_write_time(dir / "run" / kResultFileName));
 }
 
 INSTANTIATE_TEST_SUITE_P(Launchers, RunOnTwoProcesses, ::testing::Values("mpirun", "torchrun"),

@@ -1,6 +1,11 @@
 #include "backend/parallel/launch.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -109,11 +114,39 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
 
 bool LaunchEnvironment::id_travels_by_mpi() const { return launcher == "mpirun" && mpi_in_build(); }
 
-std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const std::vector<std::string>& program,
-                                          bool as_root) {
-  const std::string n = std::to_string(env.world_size);
-  std::vector<std::string> argv;
+std::vector<std::string> launcher_part(const LaunchEnvironment& env, const std::vector<std::string>& launcher_command,
+                                       const std::vector<std::string>& started_as) {
+  if (started_as.empty() || launcher_command.size() <= started_as.size()) return {};
+  if (!std::equal(started_as.rbegin(), started_as.rend(), launcher_command.rbegin())) return {};
+  std::vector<std::string> part(launcher_command.begin(),
+                                launcher_command.end() - static_cast<std::ptrdiff_t>(started_as.size()));
+  const auto name = [&](size_t i) { return i < part.size() ? std::filesystem::path(part[i]).filename().string() : ""; };
   if (env.launcher == "mpirun") {
+    const std::string program = name(0);
+    return program == "mpirun" || program == "mpiexec" || program == "orterun" ? part : std::vector<std::string>{};
+  }
+  if (env.launcher == "torchrun") {
+    if (name(0) == "torchrun") return part;
+    // torchrun's script run by its interpreter: the interpreter is left out (the script is on PATH where
+    // torchrun is installed); `python -m torch.distributed.run` is kept as it is.
+    if (name(0).rfind("python", 0) == 0) {
+      if (name(1) == "torchrun") return std::vector<std::string>(part.begin() + 1, part.end());
+      if (part.size() > 2 && part[1] == "-m" && part[2] == "torch.distributed.run") return part;
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const std::vector<std::string>& program,
+                                          bool as_root, const std::vector<std::string>& launcher_command,
+                                          const std::vector<std::string>& started_as) {
+  std::vector<std::string> argv;
+  if (env.launcher != "single") argv = launcher_part(env, launcher_command, started_as);
+  const std::string n = std::to_string(env.world_size);
+  if (!argv.empty()) {
+    if (env.launcher == "mpirun" && as_root && std::find(argv.begin(), argv.end(), "--allow-run-as-root") == argv.end())
+      argv.push_back("--allow-run-as-root");
+  } else if (env.launcher == "mpirun") {
     argv = {"mpirun", "-np", n};
     if (env.mpirun_oversubscribe) argv.push_back("--oversubscribe");
     if (!env.mpirun_binding.empty()) argv.insert(argv.end(), {"--bind-to", env.mpirun_binding});
@@ -125,6 +158,25 @@ std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const st
   }
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;
+}
+
+namespace {
+
+// A process's argv from /proc (NUL-separated); empty when it cannot be read.
+std::vector<std::string> command_line_of(const std::string& proc_file) {
+  std::ifstream in(proc_file, std::ios::binary);
+  std::vector<std::string> argv;
+  std::string word;
+  while (std::getline(in, word, '\0')) argv.push_back(word);
+  return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> relaunch_command_for_this_process(const LaunchEnvironment& env,
+                                                           const std::vector<std::string>& program, bool as_root) {
+  return relaunch_command(env, program, as_root, command_line_of("/proc/" + std::to_string(::getppid()) + "/cmdline"),
+                          command_line_of("/proc/self/cmdline"));
 }
 
 LaunchEnvironment launch_environment_from_process() {

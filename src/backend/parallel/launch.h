@@ -42,12 +42,27 @@ LaunchEnvironment launch_environment(const std::function<const char*(const char*
 LaunchEnvironment launch_environment_from_process();  // std::getenv
 
 // `program` (argv[0] as invoked, then its arguments) as the command that starts this job again on
-// as many processes, launcher first: `mpirun -np N` (with the --oversubscribe and --bind-to it was
-// given, and --allow-run-as-root when `as_root`, without which Open MPI refuses root unless two
-// variables say otherwise), `torchrun --nproc_per_node N --no-python`, `srun -n N`; `program` alone
-// for one process. Placement options (mpirun's --host, torchrun's --nnodes) are not repeated: the job
-// starts on this machine, with the same number of processes.
+// as many processes, launcher first. When `launcher_command` is the launcher's own command line that
+// started this process (`started_as`: this process's argv), its launcher part is kept whole, placement
+// (mpirun's --host or --hostfile, torchrun's --nnodes and --rdzv options) included. Otherwise the
+// launch is rebuilt from the environment: `mpirun -np N` (with the --oversubscribe and --bind-to it
+// was given), `torchrun --nproc_per_node N --no-python`, `srun -n N`; this machine, as many processes.
+// Under mpirun as root, --allow-run-as-root is added when missing (Open MPI refuses root without it,
+// unless two variables say otherwise). `program` alone for one process.
 std::vector<std::string> relaunch_command(const LaunchEnvironment& env, const std::vector<std::string>& program,
-                                          bool as_root);
+                                          bool as_root, const std::vector<std::string>& launcher_command = {},
+                                          const std::vector<std::string>& started_as = {});
+
+// The launcher part of `launcher_command` (everything before `started_as`), when it ends with
+// `started_as` and its program is env's launcher (mpirun, mpiexec or orterun; torchrun, also as
+// `python .../torchrun` or `python -m torch.distributed.run`); empty otherwise (e.g. a shell between
+// the launcher and this process, or rank 0 started by a remote node's daemon).
+std::vector<std::string> launcher_part(const LaunchEnvironment& env, const std::vector<std::string>& launcher_command,
+                                       const std::vector<std::string>& started_as);
+
+// relaunch_command with the parent process's command line (/proc/<ppid>/cmdline) as the launcher's and
+// this process's own (/proc/self/cmdline) as started_as.
+std::vector<std::string> relaunch_command_for_this_process(const LaunchEnvironment& env,
+                                                           const std::vector<std::string>& program, bool as_root);
 
 }  // namespace ct

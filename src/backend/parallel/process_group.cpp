@@ -27,7 +27,9 @@ std::unique_ptr<Collectives> collectives_for(const LaunchEnvironment& env) {
 }  // namespace
 
 struct ProcessGroup::Impl {
-  std::unique_ptr<Collectives> library;
+  std::unique_ptr<Collectives> library;  // null once finished
+  int rank = 0, size = 1;
+  std::string library_version;
   // The worker thread and its queue of reductions.
   std::mutex mutex;
   std::condition_variable changed;
@@ -69,6 +71,21 @@ struct ProcessGroup::Impl {
     }
   }
 
+  Collectives& connected() {
+    check(library != nullptr, "the job's processes were already finished with (ProcessGroup::finish): no "
+                              "collective may follow");
+    return *library;
+  }
+
+  void stop_worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    changed.notify_all();
+    if (worker.joinable()) worker.join();
+  }
+
   void enqueue(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -80,16 +97,19 @@ struct ProcessGroup::Impl {
 
 ProcessGroup::ProcessGroup() : impl_(new Impl) {
   impl_->library = collectives_for(launch_environment_from_process());
+  impl_->rank = impl_->library->rank();
+  impl_->size = impl_->library->size();
+  impl_->library_version = impl_->library->library_version();
   impl_->worker = std::thread([this] { impl_->run_worker(); });
 }
 
-ProcessGroup::~ProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->changed.notify_all();
-  if (impl_->worker.joinable()) impl_->worker.join();
+ProcessGroup::~ProcessGroup() { impl_->stop_worker(); }
+
+void ProcessGroup::finish() {
+  if (impl_->library == nullptr) return;
+  wait();
+  impl_->stop_worker();
+  impl_->library.reset();
 }
 
 ProcessGroup& ProcessGroup::world() {
@@ -101,38 +121,40 @@ ProcessGroup& ProcessGroup::world() {
 
 ProcessGroup* ProcessGroup::world_if_started() { return g_world; }
 
-int ProcessGroup::rank() const { return impl_->library->rank(); }
-int ProcessGroup::size() const { return impl_->library->size(); }
-std::string ProcessGroup::library_version() const { return impl_->library->library_version(); }
+int ProcessGroup::rank() const { return impl_->rank; }
+int ProcessGroup::size() const { return impl_->size; }
+std::string ProcessGroup::library_version() const { return impl_->library_version; }
 
 void ProcessGroup::all_reduce_sum_async(float* data, int64_t n, double factor) {
-  impl_->enqueue([this, data, n, factor] { impl_->library->reduce_sum(data, n, factor); });
+  Collectives& library = impl_->connected();
+  impl_->enqueue([&library, data, n, factor] { library.reduce_sum(data, n, factor); });
 }
 
 void ProcessGroup::all_reduce_sum_async(double* data, int64_t n, double factor) {
-  impl_->enqueue([this, data, n, factor] { impl_->library->reduce_sum(data, n, factor); });
+  Collectives& library = impl_->connected();
+  impl_->enqueue([&library, data, n, factor] { library.reduce_sum(data, n, factor); });
 }
 
 void ProcessGroup::wait() { impl_->wait(); }
 
 void ProcessGroup::all_reduce_sum(std::vector<double>& values) {
   wait();
-  impl_->library->reduce_sum(values.data(), static_cast<int64_t>(values.size()), 1.0);
+  impl_->connected().reduce_sum(values.data(), static_cast<int64_t>(values.size()), 1.0);
 }
 
 void ProcessGroup::broadcast(void* data, int64_t bytes, int root) {
   wait();
   check(root >= 0 && root < size(), "broadcast: root ", root, " is outside [0, ", size(), ")");
-  impl_->library->broadcast(data, bytes, root);
+  impl_->connected().broadcast(data, bytes, root);
 }
 
 void ProcessGroup::barrier() {
   wait();
-  impl_->library->barrier();
+  impl_->connected().barrier();
 }
 
 void ProcessGroup::abort(int exit_code) {
-  impl_->library->abort(exit_code);
+  if (impl_->library != nullptr) impl_->library->abort(exit_code);
   std::_Exit(exit_code);  // not reached: [[noreturn]] does not survive the virtual call for the compiler
 }
 

@@ -50,6 +50,12 @@ class ProcessGroup {
   void all_reduce_sum(std::vector<double>& values);
   void broadcast(void* data, int64_t bytes, int root);
   void barrier();
+  // This process's last word in the job, once no collective is left: waits for the queue, then closes
+  // the library (MPI_Finalize, which returns once every process has called it; Gloo's connections).
+  // Afterwards rank(), size() and library_version() still answer and a collective is an error. For
+  // the end of training, so that the other processes leave while rank 0 evaluates instead of waiting
+  // in MPI_Finalize (which polls) until it exits. Again: nothing.
+  void finish();
   // Ends the job (MPI_Abort; under Gloo this process exits and the others' collectives fail on its
   // closed connections): after an error on one rank, so that the others do not wait forever.
   [[noreturn]] void abort(int exit_code);
