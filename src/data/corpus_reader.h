@@ -66,8 +66,6 @@ class CorpusReader {
   uint64_t bytes_read() const;
   // Bytes of the files on disk consumed so far (compressed bytes for .zst/.gz).
   uint64_t file_bytes_consumed() const;
-  // Index into files() of the file being read (files().size() at the end).
-  size_t file_index() const { return file_index_; }
 
  private:
   std::vector<std::filesystem::path> files_;

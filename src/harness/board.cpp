@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/read_guard.h"
+#include "util/text_table.h"
 #include "util/text_format.h"
 
 namespace ct {
@@ -16,36 +17,6 @@ namespace {
 std::string printable(const std::string& s) {
   std::string out;
   for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-  return out;
-}
-
-// Display width in code points (UTF-8 continuation bytes do not count).
-size_t display_width(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-std::string render_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-                         const std::vector<bool>& right_align) {
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) width[c] = display_width(header[c]);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      std::string pad(width[c] - display_width(cells[c]), ' ');
-      std::string cell = right_align[c] ? pad + cells[c] : cells[c] + (c + 1 < cells.size() ? pad : "");
-      out += (c ? "  " : "") + cell;
-    }
-    return out + "\n";
-  };
-  std::string out = line(header);
-  std::vector<std::string> rule;
-  for (size_t w : width) rule.push_back(std::string(w, '-'));
-  out += line(rule);
-  for (const auto& row : rows) out += line(row);
   return out;
 }
 
@@ -212,21 +183,22 @@ std::string board_table(const Board& board) {
       header = {"rank", "name", "score", "val_bpb", "bpb_n", "CORE", "core_n", "params", "changed", "clock/budget", "result"};
       right = {true, false, true, true, true, true, true, true, true, true, false};
     }
-    std::vector<std::vector<std::string>> rows;
+    TextTable table(header);
+    table.align_right(right);
     for (const auto& row : board.ranked) {
       const RunResult& r = row.result;
       std::string core = r.core ? format_fixed(r.core->core, 4) + (r.core->full() ? "" : " (subset)") : "-";
       std::string clock = format_duration(r.train_clock_seconds) + " / " + format_duration(r.budget_seconds);
       if (board.round == 1) {
-        rows.push_back({std::to_string(row.rank), printable(r.name), format_fixed(*r.val_bpb, 4), core,
+        table.add_row({std::to_string(row.rank), printable(r.name), format_fixed(*r.val_bpb, 4), core,
                         format_count(r.parameters), lines_text(r.changed_source_lines), clock, printable(row.source)});
       } else {
-        rows.push_back({std::to_string(row.rank), printable(r.name), format_fixed(row.score, 4),
+        table.add_row({std::to_string(row.rank), printable(r.name), format_fixed(row.score, 4),
                         format_fixed(*r.val_bpb, 4), format_fixed(*row.bpb_n, 3), core, format_fixed(*row.core_n, 3),
                         format_count(r.parameters), lines_text(r.changed_source_lines), clock, printable(row.source)});
       }
     }
-    out += render_table(header, rows, right);
+    out += table.render();
   }
   if (!board.ineligible.empty()) {
     out += str("\nNot ranked (", board.ineligible.size(), "): ineligible, practice runs, or a CORE subset in round 2\n");

@@ -7,13 +7,14 @@
 
 #include "lab/arms.h"
 #include "lab/elasticity.h"
+#include "lab/formatting.h"
 #include "lab/lab_commands.h"
 #include "lab/noise.h"
 #include "lab/run_selection.h"
 #include "lab/statistics.h"
-#include "lab/text_table.h"
 #include "lab/verdict.h"
 #include "util/error.h"
+#include "util/text_table.h"
 
 namespace ct::lab {
 

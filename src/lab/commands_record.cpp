@@ -3,13 +3,14 @@
 #include <unistd.h>
 
 
-#include "lab/child_process.h"
 #include "harness/environment.h"
+#include "lab/child_process.h"
+#include "lab/formatting.h"
 #include "lab/lab_commands.h"
-#include "lab/text_table.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/text_table.h"
 
 namespace ct::lab {
 

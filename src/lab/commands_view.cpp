@@ -1,9 +1,10 @@
 // lab list, show: what the ledger holds.
 #include "lab/arms.h"
+#include "lab/formatting.h"
 #include "lab/lab_commands.h"
 #include "lab/run_selection.h"
-#include "lab/text_table.h"
 #include "util/error.h"
+#include "util/text_table.h"
 
 namespace ct::lab {
 

@@ -7,13 +7,14 @@
 #include "harness/html.h"
 #include "harness/svg_chart.h"
 #include "lab/elasticity.h"
+#include "lab/formatting.h"
 #include "lab/lab_commands.h"
 #include "lab/noise.h"
 #include "lab/run_selection.h"
-#include "lab/text_table.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/text_table.h"
 
 namespace ct::lab {
 

@@ -8,15 +8,6 @@
 
 namespace ct {
 
-const char* param_group_name(ParamGroup group) {
-  switch (group) {
-    case ParamGroup::matrix: return "matrix";
-    case ParamGroup::embedding: return "embedding";
-    case ParamGroup::lm_head: return "lm_head";
-  }
-  return "?";
-}
-
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
   const int64_t C = config.n_embd, V = config.padded_vocab_size(), F = config.mlp_hidden();
   const int64_t q_width = config.n_head * config.head_dim(), kv_width = config.n_kv_head * config.head_dim();

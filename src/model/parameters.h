@@ -13,7 +13,6 @@ namespace ct {
 // Which optimizer takes the parameter (docs/model.md): Muon for the layers' matrices, AdamW for the
 // embedding table and the head (each with its own learning rate).
 enum class ParamGroup : uint8_t { matrix, embedding, lm_head };
-const char* param_group_name(ParamGroup group);
 
 // How the parameter starts (docs/model.md "Initialisation").
 enum class ParamInit : uint8_t {

@@ -1,5 +1,6 @@
 #include "harness/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -109,21 +110,37 @@ TEST(Metrics, MalformedLinesNameFileLineAndField) {
 namespace ct {
 namespace {
 
+// A corrupted log is read or refused with an error that names the file and a line the text has; no
+// other exception, and no more records than lines.
 TEST(Metrics, RandomlyCorruptedLogsFailCleanly) {
   const std::string good = test::sample_metrics_jsonl(8);
   std::mt19937 rng(99);
+  int read = 0, refused = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     std::string text = good;
     for (int e = 0; e < 3; ++e) {
       size_t at = rng() % text.size();
       text[at] = "{}[]\",:0-e.\n\x01nul"[rng() % 16];
     }
+    const auto lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n') + 1);
     try {
       MetricsLog log = parse_metrics_jsonl(text, "fuzz.jsonl");
-      count_nonfinite_losses(log);
-    } catch (const Error&) {
+      EXPECT_LE(log.train.size() + log.evals.size() + log.events.size() + static_cast<size_t>(log.skipped_unknown_kind),
+                lines);
+      EXPECT_GE(count_nonfinite_losses(log), 0);
+      ++read;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      ASSERT_EQ(message.rfind("fuzz.jsonl:", 0), 0u) << message;
+      const size_t line = std::stoul(message.substr(std::string("fuzz.jsonl:").size()));
+      EXPECT_GE(line, 1u) << message;
+      EXPECT_LE(line, lines) << message;
+      ++refused;
     }
   }
+  // Both outcomes occur, so both branches above were checked.
+  EXPECT_GT(read, 0);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace

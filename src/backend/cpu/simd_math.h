@@ -130,7 +130,6 @@ inline __m256i round_to_bf16(__m512 v) {
 inline void store_bf16(uint16_t* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), round_to_bf16(v));
 }
-inline void mask_store_bf16(uint16_t* p, __mmask16 mask, __m512 v) { _mm256_mask_storeu_epi16(p, mask, round_to_bf16(v)); }
 
 // 16 floats rounded to bf16 by the AVX512_BF16 instruction vcvtneps2bf16 (one instruction against the
 // eight of round_to_bf16): nearest even and NaN kept quiet as there, but denormal inputs (|v| < 2^-126)
