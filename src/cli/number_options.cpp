@@ -43,4 +43,19 @@ CLI::Validator number_above(double min, bool min_exclusive) {
 
 CLI::Validator thread_count_option() { return integer_in(0, max_thread_count()); }
 
+void add_log_every_options(CLI::App* cmd, double& seconds, int64_t& steps, CLI::Option** seconds_option,
+                           CLI::Option** steps_option) {
+  CLI::Option* s = cmd->add_option("--log-every-seconds", seconds,
+                                   "When stdout is not a terminal: a progress line once this many seconds have "
+                                   "passed since the last (0: none by time)")
+                       ->check(number_above(0, false))
+                       ->capture_default_str();
+  CLI::Option* n = cmd->add_option("--log-every-steps", steps,
+                                   "When stdout is not a terminal: a progress line every N steps (0: none by steps)")
+                       ->check(integer_in(0))
+                       ->capture_default_str();
+  if (seconds_option) *seconds_option = s;
+  if (steps_option) *steps_option = n;
+}
+
 }  // namespace ct::cli

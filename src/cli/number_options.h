@@ -23,4 +23,10 @@ inline constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
 // --threads: 0 (every core) up to util/threads.h max_thread_count().
 CLI::Validator thread_count_option();
 
+// --log-every-seconds S and --log-every-steps N of train and run: the progress lines written when
+// stdout is not a terminal (train/trainer.h TrainOptions). The options are returned through the
+// pointers when given (to tell "given" from the default).
+void add_log_every_options(CLI::App* cmd, double& seconds, int64_t& steps, CLI::Option** seconds_option = nullptr,
+                           CLI::Option** steps_option = nullptr);
+
 }  // namespace ct::cli

@@ -35,6 +35,8 @@ struct RunArgs {
   int64_t shard_tokens = RunPipelineOptions{}.shard_tokens;
   int64_t heldout_tokens = RunPipelineOptions{}.heldout_tokens;
   bool no_progress = false;
+  double log_every_seconds = RunPipelineOptions{}.log_every_seconds;
+  int64_t log_every_steps = RunPipelineOptions{}.log_every_steps;
 };
 
 void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_given) {
@@ -56,6 +58,8 @@ void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_
   o.shard_tokens = a.shard_tokens;
   o.heldout_tokens = a.heldout_tokens;
   o.progress = !a.no_progress;
+  o.log_every_seconds = a.log_every_seconds;
+  o.log_every_steps = a.log_every_steps;
   // Data parallel (mpirun, torchrun): rank 0 speaks for the job; the others train silently (errors still print).
   std::ostream discard(nullptr);  // no buffer: every write is dropped
   const bool rank0 = launched_as_rank0();
@@ -121,7 +125,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--heldout-tokens", args->heldout_tokens, "Preparation: tokens held out for the trainer's loss")
       ->check(integer_in(0))
       ->capture_default_str();
-  cmd->add_flag("--no-progress", args->no_progress, "No status lines on the terminal");
+  cmd->add_flag("--no-progress", args->no_progress,
+                "No progress: neither status lines (on a terminal) nor progress lines (otherwise)");
+  add_log_every_options(cmd, args->log_every_seconds, args->log_every_steps);
   cmd->callback([args, budget, seed, threads] {
     run_run(*args, budget->count() > 0, seed->count() > 0, threads->count() > 0);
   });

@@ -99,7 +99,7 @@ void run_train(const TrainArgs& args) {
 std::vector<int32_t> parse_ids(const std::vector<std::string>& words) {
   std::vector<int32_t> ids;
   for (const auto& word : words) {
-    // Accept "1 2 3", "1,2,3" and "[1, 2, 3]".
+    // Accept "1 2 3", "1,2,3" and "[1, 2, 3]", over lines (encode's output, a file of ids).
     std::string token;
     auto flush = [&] {
       if (token.empty()) return;
@@ -115,12 +115,23 @@ std::vector<int32_t> parse_ids(const std::vector<std::string>& words) {
       token.clear();
     };
     for (char c : word) {
-      if (c == ',' || c == '[' || c == ']' || c == ' ') flush();
+      if (c == ',' || c == '[' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r') flush();
       else token += c;
     }
     flush();
   }
   return ids;
+}
+
+// The bytes of a file, or of standard input for "-" (so that encode and decode can sit in a pipe).
+std::string read_input(const std::string& file) {
+  if (file != "-") return read_file(file);
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), stdin)) > 0) bytes.append(buffer, n);
+  check(!std::ferror(stdin), "standard input (--file -): read failed");
+  return bytes;
 }
 
 }  // namespace
@@ -155,17 +166,18 @@ void add_tokenizer_command(CLI::App& app) {
   auto text = std::make_shared<std::string>();
   auto file = std::make_shared<std::string>();
   auto bos = std::make_shared<bool>(false);
-  auto* encode = cmd->add_subcommand("encode", "Print the token ids of a text (argument or --file)");
+  auto* encode =
+      cmd->add_subcommand("encode", "Print the token ids of a text (argument, --file F, or --file - for stdin)");
   encode->add_option("--tokenizer", *dir, "Tokenizer folder")->required();
   encode->add_option("text", *text, "Text to encode");
-  encode->add_option("--file", *file, "Encode this file's bytes instead");
+  encode->add_option("--file", *file, "Encode this file's bytes instead (- reads standard input)");
   encode->add_flag("--bos", *bos, "Begin with <|bos|>, as every training document does");
   encode->callback([dir, text, file, bos] {
     check(text->empty() != file->empty(), "tokenizer encode: give either TEXT or --file F");
     const Tokenizer tokenizer = Tokenizer::load(*dir);
     std::vector<int32_t> ids;
     if (*bos) ids.push_back(tokenizer.bos_id());
-    tokenizer.encode_append(file->empty() ? *text : read_file(*file), ids);
+    tokenizer.encode_append(file->empty() ? *text : read_input(*file), ids);
     std::string line;
     for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
     std::printf("%s\n", line.c_str());
@@ -173,14 +185,20 @@ void add_tokenizer_command(CLI::App& app) {
 
   auto id_words = std::make_shared<std::vector<std::string>>();
   auto decode_dir = std::make_shared<std::string>();
-  auto* decode = cmd->add_subcommand("decode", "Print the text of token ids");
+  auto id_file = std::make_shared<std::string>();
+  auto* decode = cmd->add_subcommand(
+      "decode", "Write the bytes of token ids exactly, nothing added (ids as arguments, --file F, - for stdin)");
   decode->add_option("--tokenizer", *decode_dir, "Tokenizer folder")->required();
-  decode->add_option("ids", *id_words, "Token ids (space or comma separated)")->required();
-  decode->callback([decode_dir, id_words] {
+  decode->add_option("ids", *id_words, "Token ids (space or comma separated)");
+  decode->add_option("--file", *id_file,
+                     "Read the ids from this file instead, as encode prints them (- reads standard input)");
+  decode->callback([decode_dir, id_words, id_file] {
+    check(id_words->empty() != id_file->empty(), "tokenizer decode: give either IDS or --file F");
     const Tokenizer tokenizer = Tokenizer::load(*decode_dir);
-    const std::string text = tokenizer.decode(parse_ids(*id_words));
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fputc('\n', stdout);
+    const std::string text =
+        tokenizer.decode(parse_ids(id_file->empty() ? *id_words : std::vector<std::string>{read_input(*id_file)}));
+    check(std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0,
+          "tokenizer decode: writing to standard output failed");
   });
 
   auto info_dir = std::make_shared<std::string>();

@@ -37,6 +37,9 @@ struct TrainArgs {
   std::string out;
   std::string resume;
   bool no_progress = false;
+  double log_every_seconds = kDefaultLogEverySeconds;
+  int64_t log_every_steps = 0;
+  CLI::Option *log_every_seconds_option = nullptr, *log_every_steps_option = nullptr;
 };
 
 // The command that continues this run: the same launcher and process count (a checkpoint resumes on
@@ -56,6 +59,11 @@ std::string resume_command(const std::string& program, const TrainArgs& a, const
   if (a.micro_batch_rows_option->count())
     argv.insert(argv.end(), {"--micro-batch-rows", std::to_string(a.micro_batch_rows)});
   if (a.no_progress) argv.push_back("--no-progress");
+  char log_seconds[32];
+  std::snprintf(log_seconds, sizeof(log_seconds), "%.15g", a.log_every_seconds);
+  if (a.log_every_seconds_option->count()) argv.insert(argv.end(), {"--log-every-seconds", log_seconds});
+  if (a.log_every_steps_option->count())
+    argv.insert(argv.end(), {"--log-every-steps", std::to_string(a.log_every_steps)});
   if (checkpoint.empty() || checkpoint.lexically_normal().parent_path() != out_dir.lexically_normal())
     argv.insert(argv.end(), {"--out", out_dir.string()});
   if (!checkpoint.empty()) argv.insert(argv.end(), {"--resume", checkpoint.string()});
@@ -87,6 +95,8 @@ void run_train(const std::string& program, const TrainArgs& a) {
     options.out_dir = std::filesystem::path("runs") / (r.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S"));
   }
   options.progress_line = !a.no_progress;
+  options.log_every_seconds = a.log_every_seconds;
+  options.log_every_steps = a.log_every_steps;
   options.stop_after_steps = a.stop_after_steps;
 
   const std::unique_ptr<Backend> backend = create_recipe_backend(r);
@@ -123,7 +133,7 @@ void run_train(const std::string& program, const TrainArgs& a) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(CLI::App& app, const std::string& invoked_as) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand("train", "Train a model from a recipe against the training clock (docs/train.md)");
   cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
@@ -147,9 +157,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--stop-after-steps", args->stop_after_steps,
                   "Stop after this many steps of this session and save a resumable checkpoint")
       ->check(integer_in(1));
-  cmd->add_flag("--no-progress", args->no_progress, "No status line on the terminal");
-  // (CLI11 names the app after argv[0] as invoked: the binary the continuing command starts)
-  cmd->callback([&app, args] { run_train(app.get_name(), *args); });
+  cmd->add_flag("--no-progress", args->no_progress,
+                "No progress: neither the status line (on a terminal) nor the progress lines (otherwise)");
+  add_log_every_options(cmd, args->log_every_seconds, args->log_every_steps, &args->log_every_seconds_option,
+                        &args->log_every_steps_option);
+  cmd->callback([invoked_as, args] { run_train(invoked_as, *args); });
 }
 
 }  // namespace ct::cli

@@ -17,6 +17,9 @@ constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
 double optional_number(const FieldReader& r, const std::string& key) { return r.number_or_nan(key); }
 
+// "time": wall-clock unix seconds, absent from logs written before it was added.
+double optional_time(const FieldReader& r) { return r.has("time") ? r.non_negative("time") : NAN; }
+
 void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
   FieldReader r(j, where);
   std::string kind = r.string("kind");
@@ -34,6 +37,8 @@ void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
     s.mfu = optional_number(r, "mfu");
     s.of_matmul_ceiling = optional_number(r, "of_matmul_ceiling");
     s.step_seconds = optional_number(r, "step_seconds");
+    s.in_clock = r.has("in_clock") ? r.boolean("in_clock") : s.clock_seconds > 0;
+    s.time = optional_time(r);
     log.train.push_back(s);
   } else if (kind == "eval") {
     EvalRecord e;
@@ -43,6 +48,7 @@ void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
     e.split = r.string_or("split", "heldout");
     if (!r.has("loss")) r.fail_field("loss", "a number or null");
     e.loss = r.number_or_nan("loss");
+    e.time = optional_time(r);
     log.evals.push_back(e);
   } else if (kind == "event") {
     EventRecord e;
@@ -50,6 +56,7 @@ void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
     e.clock_seconds = r.has("clock_seconds") ? r.non_negative("clock_seconds") : 0;
     e.event = r.string("event");
     e.detail = r.string_or("detail", "");
+    e.time = optional_time(r);
     log.events.push_back(e);
   } else {
     ++log.skipped_unknown_kind;

@@ -1,9 +1,11 @@
 #pragma once
 // Reading metrics.jsonl (docs/run-records.md), the trainer's log: for the gate's valid_score
 // evidence and for the report's charts. Numbers that the trainer wrote as null (a NaN or Inf it
-// could not write as JSON, or an unknown MFU) are read as NaN. Records of an unknown kind are
+// could not write as JSON, or an unknown MFU) are read as NaN. Every record's "time" (wall-clock unix
+// seconds) is optional, absent from logs written before it was added. Records of an unknown kind are
 // skipped (new kinds may be added); a malformed line is an error naming the file and line, except
 // an unterminated last line, which a run killed mid-write leaves behind and which is only noted.
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -32,6 +34,10 @@ struct TrainStepRecord {
   double mfu = 0;                // of the device's theoretical peak
   double of_matmul_ceiling = 0;  // of the backend's measured matmul rate
   double step_seconds = 0;
+  // false for the startup steps, which run before the training clock starts (harness.md); a log
+  // written without the field counts the steps at clock 0 as startup steps.
+  bool in_clock = true;
+  double time = NAN;  // wall-clock unix seconds when the line was written; NaN in logs from before it
 };
 
 struct EvalRecord {
@@ -40,6 +46,7 @@ struct EvalRecord {
   double clock_seconds = 0;
   std::string split;
   double loss = 0;
+  double time = NAN;
 };
 
 struct EventRecord {
@@ -47,6 +54,7 @@ struct EventRecord {
   double clock_seconds = 0;
   std::string event;
   std::string detail;
+  double time = NAN;
 };
 
 struct MetricsLog {

@@ -62,8 +62,7 @@ TimedFigures timed_figures(const MetricsLog& log) {
   std::vector<double> rates;
   double mfu_sum = 0, ceiling_sum = 0;
   size_t mfu_count = 0, ceiling_count = 0;
-  for (const auto& s : log.train) {
-    if (s.clock_seconds <= 0) continue;
+  for (const auto& s : steps_on_the_clock(log)) {
     if (std::isfinite(s.tokens_per_second)) rates.push_back(s.tokens_per_second);
     if (std::isfinite(s.mfu)) mfu_sum += s.mfu, ++mfu_count;
     if (std::isfinite(s.of_matmul_ceiling)) ceiling_sum += s.of_matmul_ceiling, ++ceiling_count;
@@ -146,22 +145,14 @@ std::string cards_section(const ReportInputs& in) {
 
 std::string charts_section(const ReportInputs& in) {
   const MetricsLog& m = in.metrics;
-  std::vector<double> clock, loss, lr, grad;
-  for (const auto& s : m.train) {
+  const std::vector<TrainStepRecord> timed = steps_on_the_clock(m);
+  const size_t startup_steps = m.train.size() - timed.size();
+  std::vector<double> clock, loss, lr, grad, rate, mfu;
+  for (const auto& s : timed) {
     clock.push_back(s.clock_seconds);
     loss.push_back(s.loss);
     lr.push_back(s.lr_factor);
     grad.push_back(s.grad_norm);
-  }
-  // Speed is drawn for timed steps only: the startup steps (clock 0) carry one-time compilation.
-  std::vector<double> timed_clock, rate, mfu;
-  size_t startup_steps = 0;
-  for (const auto& s : m.train) {
-    if (s.clock_seconds <= 0) {
-      ++startup_steps;
-      continue;
-    }
-    timed_clock.push_back(s.clock_seconds);
     rate.push_back(s.tokens_per_second);
     mfu.push_back(s.mfu);
   }
@@ -186,7 +177,7 @@ std::string charts_section(const ReportInputs& in) {
   rate_chart.y_label = "tokens/s";
   rate_chart.y_format = AxisFormat::si;
   rate_chart.y_from_zero = true;
-  rate_chart.series = {{"tokens/s", kGreen, timed_clock, rate, false, false}};
+  rate_chart.series = {{"tokens/s", kGreen, clock, rate, false, false}};
   rate_chart.x_markers = budget;
 
   LineChart mfu_chart;
@@ -195,7 +186,7 @@ std::string charts_section(const ReportInputs& in) {
   mfu_chart.y_label = "MFU";
   mfu_chart.y_format = AxisFormat::percent;
   mfu_chart.y_from_zero = true;
-  mfu_chart.series = {{"MFU", kPurple, timed_clock, mfu, false, false, /*mark_nonfinite=*/false}};
+  mfu_chart.series = {{"MFU", kPurple, clock, mfu, false, false, /*mark_nonfinite=*/false}};
   mfu_chart.empty_text = "MFU not recorded (the backend's peak is unknown)";
   mfu_chart.x_markers = budget;
 
@@ -224,8 +215,10 @@ std::string charts_section(const ReportInputs& in) {
     out += "<p class=\"muted\">metrics.jsonl holds no training step.</p>";
   } else if (startup_steps) {
     out += "<p class=\"muted\">" +
-           esc(str("Throughput and MFU leave out the ", startup_steps,
-                   " startup step(s) before the clock started: their time carries one-time compilation.")) +
+           esc(str("The charts leave out the ", startup_steps,
+                   " startup step(s), which ran before the training clock started (their time carries one-time "
+                   "compilation and is not on the clock); the held-out losses are drawn at the clock they were "
+                   "taken.")) +
            "</p>";
   }
   return out + "</section>";
@@ -389,6 +382,13 @@ std::string machine_section(const RunResult& r) {
 }
 
 }  // namespace
+
+std::vector<TrainStepRecord> steps_on_the_clock(const MetricsLog& log) {
+  std::vector<TrainStepRecord> timed;
+  for (const auto& s : log.train)
+    if (s.in_clock) timed.push_back(s);
+  return timed;
+}
 
 std::string render_report_html(const ReportInputs& in) {
   std::string title = in.result ? in.result->name : in.title;

@@ -29,6 +29,11 @@ struct ReportInputs {
 
 std::string render_report_html(const ReportInputs& inputs);
 
+// The training steps the charts draw against the training clock: the timed ones. The startup steps
+// run before the clock starts and have no place on it (drawn at the clock they stood at, they piled up
+// at 0 with one-time compilation in their times); the page says how many it leaves out.
+std::vector<TrainStepRecord> steps_on_the_clock(const MetricsLog& log);
+
 // Gathers RUN_DIR/{metrics.jsonl,result.json,recipe.toml} (at least one of the first two; a missing
 // one is noted on the page) and writes the page atomically to `out` (default
 // RUN_DIR/report.html). Returns the path written.

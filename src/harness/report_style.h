@@ -12,9 +12,9 @@ body { margin: 0; background: var(--bg); color: var(--ink);
        font: 14px/1.45 "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; }
 main { max-width: 1160px; margin: 0 auto; padding: 28px 24px 48px; }
 header.top { display: flex; align-items: center; gap: 16px; flex-wrap: wrap; }
-h1 { font-size: 26px; margin: 0; letter-spacing: -0.01em; word-break: break-all; }
+h1 { font-size: 26px; margin: 0; letter-spacing: -0.01em; overflow-wrap: anywhere; }
 h2 { font-size: 17px; margin: 0 0 12px; }
-.subtitle { color: var(--muted); margin: 6px 0 20px; font-size: 13px; word-break: break-all; }
+.subtitle { color: var(--muted); margin: 6px 0 20px; font-size: 13px; overflow-wrap: anywhere; }
 .badge { display: inline-block; padding: 4px 12px; border-radius: 999px; font-weight: 700;
          font-size: 12px; letter-spacing: 0.06em; }
 .badge.pass { background: var(--pass-bg); color: var(--pass); }
@@ -57,7 +57,8 @@ th { text-align: left; color: var(--muted); font-weight: 600; font-size: 12px; t
      letter-spacing: 0.04em; border-bottom: 2px solid var(--line); padding: 6px 8px; }
 td { border-bottom: 1px solid var(--line); padding: 6px 8px; vertical-align: baseline; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.mono, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }
+td.mono, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px;
+                 overflow-wrap: anywhere; }
 td.name { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; white-space: nowrap; }
 tr.total td { font-weight: 700; border-top: 2px solid var(--line); }
 .pill { display: inline-block; min-width: 52px; text-align: center; padding: 2px 8px; border-radius: 6px;
@@ -67,11 +68,11 @@ tr.total td { font-weight: 700; border-top: 2px solid var(--line); }
 .gate-summary { margin: 0 0 10px; }
 .two { display: grid; grid-template-columns: 1fr 1fr; gap: 20px; }
 pre { background: #f8fafc; border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px;
-      overflow-x: auto; font-size: 12px; line-height: 1.4; margin: 0; white-space: pre-wrap; word-break: break-all; }
+      overflow-x: auto; font-size: 12px; line-height: 1.4; margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .muted { color: var(--muted); }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; margin: 0 0 12px; }
 dl.kv dt { color: var(--muted); }
-dl.kv dd { margin: 0; word-break: break-all; }
+dl.kv dd { margin: 0; overflow-wrap: anywhere; }
 svg.bar { width: 140px; height: 14px; vertical-align: middle; }
 footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 8px; }
 @media (max-width: 800px) { .charts, .two { grid-template-columns: 1fr; } .cards { grid-template-columns: 1fr 1fr; } }

@@ -54,14 +54,16 @@ struct Training {
 };
 
 Training run_training(const Recipe& recipe, Backend& backend, const PreparedData& prepared, const fs::path& run_dir,
-                      bool progress, ReadGuard& guard, std::ostream& log) {
+                      const RunPipelineOptions& o, ReadGuard& guard, std::ostream& log) {
   Training t;
   TrainOptions options;
   options.recipe = recipe;
   options.backend = &backend;
   options.data_dir = prepared.dir;
   options.out_dir = run_dir;
-  options.progress_line = progress;
+  options.progress_line = o.progress;
+  options.log_every_seconds = o.log_every_seconds;
+  options.log_every_steps = o.log_every_steps;
   options.read_guard = &guard;
   log << "train: recipe " << recipe.name << " (" << recipe_hash(recipe).substr(0, 12) << "), "
       << (recipe.timed() ? str("budget ", format_seconds(recipe.budget_seconds)) : str(recipe.steps, " steps"))
@@ -261,7 +263,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   guard.forbid_pinned_evaluation_data(layout);
   for (const auto& s : prepared.pinned.shards_of("val"))
     guard.forbid(prepared.dir / s.name, "a shard of the pinned validation set");
-  const Training training = run_training(recipe, *backend, prepared, out.run_dir, o.progress, guard, log);
+  const Training training = run_training(recipe, *backend, prepared, out.run_dir, o, guard, log);
   if (!training.error.empty()) out.notes.push_back("training: " + training.error);
   const int64_t job_cores = cores_of_the_job(*backend);  // a collective: every process, before the others leave
   // The job's last collective is done: each process leaves it now, so that the others exit at once

@@ -18,6 +18,7 @@
 
 #include "harness/result.h"
 #include "harness/source_changes.h"
+#include "train/trainer.h"
 
 namespace ct {
 
@@ -42,7 +43,10 @@ struct RunPipelineOptions {
   std::filesystem::path evaluator_binary;  // the clocktrain binary that runs `eval`
   int64_t shard_tokens = 10'000'000;     // preparation settings (part of the cache key)
   int64_t heldout_tokens = 1'000'000;
-  bool progress = true;
+  bool progress = true;                  // the status lines on a terminal
+  // Progress lines of the training when stdout is not a terminal (train/trainer.h TrainOptions).
+  double log_every_seconds = kDefaultLogEverySeconds;
+  int64_t log_every_steps = 0;
 };
 
 struct RunOutcome {

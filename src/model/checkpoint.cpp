@@ -73,6 +73,9 @@ std::unique_ptr<GPT> load_model(Backend& backend, const std::filesystem::path& d
   std::error_code ec;
   const uint64_t weights_bytes = std::filesystem::file_size(weights_path, ec);
   check(!ec, weights_path.string(), ": cannot read: ", ec.message());
+  // A file of another dtype (bf16 from another trainer) is told so, rather than that it is too small.
+  const SafetensorsFile weights(weights_path);
+  for (const SafetensorsEntry& e : weights.entries()) weights.require_dtype(e, "F32");
   const uint64_t needed_bytes = static_cast<uint64_t>(config.parameter_count()) * sizeof(float);
   check(weights_bytes >= needed_bytes, weights_path.string(), ": ", weights_bytes, " bytes cannot hold the ",
         config.parameter_count(), " F32 parameters (", needed_bytes, " bytes) that ", (dir / kModelConfigFile).string(),

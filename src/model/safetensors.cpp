@@ -109,7 +109,7 @@ const SafetensorsEntry& SafetensorsFile::expect(const std::string& name, const s
                                                 const std::vector<int64_t>& shape) const {
   const SafetensorsEntry* e = find(name);
   check(e != nullptr, path_.string(), ": missing tensor '", name, "'");
-  check(e->dtype == dtype, path_.string(), ": tensor '", name, "': field 'dtype': expected ", dtype, ", got ", e->dtype);
+  require_dtype(*e, dtype);
   auto shape_text = [](const std::vector<int64_t>& s) {
     std::string t = "[";
     for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -118,6 +118,15 @@ const SafetensorsEntry& SafetensorsFile::expect(const std::string& name, const s
   check(e->shape == shape, path_.string(), ": tensor '", name, "': field 'shape': expected ", shape_text(shape),
         ", got ", shape_text(e->shape));
   return *e;
+}
+
+void SafetensorsFile::require_dtype(const SafetensorsEntry& entry, const std::string& dtype) const {
+  if (entry.dtype == dtype) return;
+  const std::string where = str(path_.string(), ": tensor '", entry.name, "': field 'dtype': ");
+  check(!(dtype == "F32" && (entry.dtype == "BF16" || entry.dtype == "F16" || entry.dtype == "F64")), where,
+        entry.dtype, " is not supported: cast the checkpoint to float32 (F32), e.g. in PyTorch save "
+        "{name: tensor.float() for name, tensor in state_dict.items()}");
+  fail(where, "expected ", dtype, ", got ", entry.dtype);
 }
 
 void SafetensorsFile::read(const SafetensorsEntry& entry, void* dst) const {
@@ -129,7 +138,7 @@ void SafetensorsFile::read(const SafetensorsEntry& entry, void* dst) const {
 }
 
 void SafetensorsFile::read_finite_f32(const SafetensorsEntry& entry, float* dst) const {
-  check(entry.dtype == "F32", path_.string(), ": tensor '", entry.name, "': expected dtype F32, got ", entry.dtype);
+  require_dtype(entry, "F32");
   read(entry, dst);
   const int64_t n = entry.numel();
   for (int64_t i = 0; i < n; ++i) {

@@ -33,6 +33,9 @@ class SafetensorsFile {
   // The entry, checked: present, of this dtype and shape (errors name the file and tensor).
   const SafetensorsEntry& expect(const std::string& name, const std::string& dtype,
                                  const std::vector<int64_t>& shape) const;
+  // Checks an entry's dtype. An F32 reader given another floating type (a bf16 checkpoint from another
+  // trainer) is told that the type is not supported and to cast it to float32, naming the tensor.
+  void require_dtype(const SafetensorsEntry& entry, const std::string& dtype) const;
   // Reads an entry's bytes into dst (exactly entry.end - entry.begin bytes).
   void read(const SafetensorsEntry& entry, void* dst) const;
   // Reads an F32 entry and checks that every value is finite (weights, optimizer state): the error

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fault_point.h"
 #include "util/files.h"
@@ -41,7 +42,10 @@ MetricsWriter::~MetricsWriter() {
 
 void MetricsWriter::write(const OrderedJson& row) {
   if (!file_) return;
-  const std::string line = row.dump() + "\n";
+  // The wall-clock time beside the training clock, to line the log up with other logs (run-records.md).
+  OrderedJson timed = row;
+  timed["time"] = unix_seconds();
+  const std::string line = timed.dump() + "\n";
   // The crash tests kill the process with half a line on disk (the resumed run drops it).
   const size_t half = line.size() / 2;
   bool ok = std::fwrite(line.data(), 1, half, file_) == half && std::fflush(file_) == 0;

@@ -21,6 +21,7 @@ class MetricsWriter {
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
+  // Appends the row with "time": the wall-clock unix seconds now.
   void write(const OrderedJson& row);
   void event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail);
   const std::filesystem::path& path() const { return path_; }

@@ -1,9 +1,11 @@
 #include "train/trainer.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <sstream>
@@ -85,6 +87,7 @@ class Run {
   void save_checkpoint();
   void write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock,
                        double reduction_wait_seconds);
+  // The status line on a terminal, and the plain progress line when due (TrainOptions).
   void show_progress(double loss);
   double progress() const;
   bool budget_allows_next_step() const;
@@ -109,6 +112,9 @@ class Run {
   fs::path earlier_records_;    // where a fresh run moved the records of a run that left no checkpoint
   bool made_out_dir_ = false;   // the run folder did not exist before this run
   ProgressLine progress_line_;
+  const bool log_lines_ =
+      ::isatty(STDOUT_FILENO) != 1 && (options_.log_every_seconds > 0 || options_.log_every_steps > 0);
+  double last_log_line_wall_ = monotonic_seconds();
   TrainingProgress progress_;
   fs::path tokenizer_dir_;
   std::vector<int32_t> inputs_, targets_;
@@ -427,7 +433,13 @@ void Run::write_train_row(double loss, double lr, double grad_norm, double step_
 }
 
 void Run::show_progress(double loss) {
-  if (!options_.progress_line || !progress_line_.enabled() || !writer()) return;
+  if (!writer() || !options_.progress_line) return;
+  const bool status_line = progress_line_.enabled();
+  const double now = monotonic_seconds();
+  const bool log_line_due =
+      log_lines_ && ((options_.log_every_steps > 0 && progress_.step % options_.log_every_steps == 0) ||
+                     (options_.log_every_seconds > 0 && now - last_log_line_wall_ >= options_.log_every_seconds));
+  if (!status_line && !log_line_due) return;
   const Recipe& r = recipe_;
   std::string text = str("step ", progress_.step);
   double left;
@@ -443,7 +455,12 @@ void Run::show_progress(double loss) {
   if (result_.peak_flops > 0)
     text += str(" | MFU ", format_fixed(100.0 * result_.flops_per_token * last_tokens_per_second_ / result_.peak_flops, 1), "%");
   text += " | left " + format_duration(std::max(0.0, left));
-  progress_line_.update(text);
+  if (status_line) progress_line_.update(text);
+  if (log_line_due) {
+    std::printf("train: %s\n", text.c_str());
+    std::fflush(stdout);
+    last_log_line_wall_ = now;
+  }
 }
 
 // Mean loss over recipe.eval_tokens of the held-out split, the same slice every time.

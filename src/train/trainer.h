@@ -36,12 +36,21 @@
 
 namespace ct {
 
+// The default interval of the progress lines written when stdout is not a terminal (TrainOptions).
+inline constexpr double kDefaultLogEverySeconds = 10.0;
+
 struct TrainOptions {
   Recipe recipe;
   std::filesystem::path data_dir;    // a prepared data folder: manifest.json, shards, tokenizer/
   std::filesystem::path out_dir;     // the run folder
   std::filesystem::path resume_dir;  // a checkpoint folder to continue from; empty = a fresh run
-  bool progress_line = true;         // the terminal status line (silent when stderr is not a terminal)
+  // Progress: the status line on a terminal (stderr), and, when stdout is not a terminal (a log file,
+  // a pipe, nohup, Slurm), a plain line with the same figures on stdout once log_every_seconds of wall
+  // time have passed since the last and/or every log_every_steps steps (0: not by that measure).
+  // false: neither (--no-progress), as `eval bpb` does.
+  bool progress_line = true;
+  double log_every_seconds = kDefaultLogEverySeconds;
+  int64_t log_every_steps = 0;
   // Stop after this many steps of this process, writing a resumable checkpoint (0 = no limit):
   // for runs split over several sessions, and for the resume tests.
   int64_t stop_after_steps = 0;

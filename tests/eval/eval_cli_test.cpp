@@ -151,6 +151,22 @@ TEST_F(EvalCli, SampleIsSeededAndGreedyMatchesTheLibrary) {
   EXPECT_EQ(a.output, b.output);
 }
 
+// sample's options are checked before anything is printed (issue 45): --max-tokens -1 was accepted and
+// --temperature -1 printed the prompt before failing.
+TEST_F(EvalCli, SampleRefusesBadOptionsBeforeAnyOutput) {
+  const std::string cmd = bin() + " sample " + ckpt() + " --backend cpu --prompt 'PROMPT-TEXT'";
+  for (const std::string bad : {" --max-tokens -1", " --max-tokens 0", " --temperature -1", " --temperature nan",
+                                 " --top-k -1", " --samples 0"}) {
+    auto r = test::run_command(cmd + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(bad.substr(1, bad.find(' ', 1) - 1))) << bad;
+    EXPECT_EQ(r.output.find("PROMPT-TEXT"), std::string::npos) << bad << ": " << r.output;
+  }
+  auto ok = test::run_command(cmd + " --max-tokens 2 --temperature 0");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("PROMPT-TEXT"));
+}
+
 TEST_F(EvalCli, BadCheckpoints) {
   auto missing = test::run_command(bin() + " eval bpb " + (dir_ / "nothing").string() + " --backend cpu");
   EXPECT_EQ(missing.exit_code, 1);

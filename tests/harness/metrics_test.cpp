@@ -48,6 +48,43 @@ TEST(Metrics, DocumentedExamplesParse) {
   EXPECT_EQ(log.evals.size(), 1u);
   EXPECT_EQ(log.events.size(), 1u);
   EXPECT_EQ(log.skipped_unknown_kind, 0);
+  // Every documented record carries its wall-clock time.
+  EXPECT_GT(log.train.at(0).time, 1.7e9);
+  EXPECT_GT(log.evals.at(0).time, 1.7e9);
+  EXPECT_GT(log.events.at(0).time, 1.7e9);
+  EXPECT_TRUE(log.train.at(0).in_clock);
+}
+
+// "time" (wall-clock unix seconds, issue 45) is read where present and NaN where a log predates it;
+// "in_clock" tells the startup steps, and a log without it counts the steps at clock 0 as startup.
+TEST(Metrics, WallClockTimeAndInClockAreRead) {
+  std::string text =
+      R"({"kind": "train", "step": 1, "tokens": 10, "clock_seconds": 0, "loss": 9.0, "in_clock": false, )"
+      R"("time": 1766000000.25})" "\n"
+      R"({"kind": "train", "step": 2, "tokens": 20, "clock_seconds": 50, "loss": 8.0, "in_clock": false})" "\n"
+      R"({"kind": "train", "step": 3, "tokens": 30, "clock_seconds": 51, "loss": 7.0, "in_clock": true})" "\n"
+      R"({"kind": "train", "step": 4, "tokens": 40, "clock_seconds": 0, "loss": 7.0})" "\n"
+      R"({"kind": "train", "step": 5, "tokens": 50, "clock_seconds": 52, "loss": 7.0})" "\n"
+      R"({"kind": "eval", "step": 5, "clock_seconds": 52, "loss": 7.5, "time": 1766000001.5})" "\n"
+      R"({"kind": "event", "step": 5, "clock_seconds": 52, "event": "stop", "time": 1766000002})" "\n";
+  MetricsLog log = parse_metrics_jsonl(text, "m.jsonl");
+  ASSERT_EQ(log.train.size(), 5u);
+  EXPECT_DOUBLE_EQ(log.train[0].time, 1766000000.25);
+  EXPECT_TRUE(std::isnan(log.train[1].time));
+  EXPECT_DOUBLE_EQ(log.evals.at(0).time, 1766000001.5);
+  EXPECT_DOUBLE_EQ(log.events.at(0).time, 1766000002.0);
+  EXPECT_FALSE(log.train[0].in_clock);
+  EXPECT_FALSE(log.train[1].in_clock);  // a resumed session's startup step, at the checkpoint's clock
+  EXPECT_TRUE(log.train[2].in_clock);
+  EXPECT_FALSE(log.train[3].in_clock);
+  EXPECT_TRUE(log.train[4].in_clock);
+  std::string error;
+  try {
+    parse_metrics_jsonl(R"({"kind": "event", "step": 1, "event": "stop", "time": "noon"})" "\n", "m.jsonl");
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("m.jsonl:1: field 'time'"), std::string::npos) << error;
 }
 
 TEST(Metrics, NullsAreNaNAndNonFiniteLossesAreCountedOncePerStep) {

@@ -61,6 +61,32 @@ TEST(Report, WellFormedWithChartsVerdictsScoresAndRecipe) {
   EXPECT_THAT(page, HasSubstr(">clock_start<"));
 }
 
+// The startup steps (before the training clock starts) were drawn at clock 0 in every chart (issue 45):
+// they are left out of the clock charts, and the page says how many. A resumed session's startup steps
+// stand at the checkpoint's clock, so "in_clock" decides, not the clock.
+TEST(Report, StartupStepsAreLeftOutOfTheClockCharts) {
+  MetricsLog log = parse_metrics_jsonl(test::sample_metrics_jsonl(12), "metrics.jsonl");  // 2 startup steps
+  log.train[6].in_clock = false;  // as a resumed session's first step
+  const std::vector<TrainStepRecord> timed = steps_on_the_clock(log);
+  ASSERT_EQ(timed.size(), 9u);
+  EXPECT_EQ(timed.front().step, 3);
+  for (const auto& s : timed) EXPECT_NE(s.step, 7);
+  ReportInputs in = sample_inputs();
+  in.metrics = log;
+  const std::string page = render_report_html(in);
+  EXPECT_THAT(page, HasSubstr("The charts leave out the 3 startup step(s)"));
+  // A startup loss far above the others would stretch the loss chart's axis.
+  in.metrics.train[0].loss = 7777;
+  EXPECT_EQ(render_report_html(in), page);
+}
+
+// Words break only where they would not fit (issue 45: break-all cut words mid-word everywhere).
+TEST(Report, LongWordsWrapWithoutBreakingEveryWord) {
+  const std::string page = render_report_html(sample_inputs());
+  EXPECT_THAT(page, Not(HasSubstr("break-all")));
+  EXPECT_THAT(page, HasSubstr("overflow-wrap: anywhere"));
+}
+
 // The machine's matmul ceiling: measured by the CPU backend's probe; the CUDA backend has none and
 // reports 0, which the page names instead of printing "0.0 GFLOP/s".
 TEST(Report, TheMatmulCeilingIsMeasuredOrSaidToBeNot) {

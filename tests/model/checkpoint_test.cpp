@@ -152,6 +152,31 @@ TEST(ModelCheckpoint, ConfigLargerThanTheWeightsFileIsRefusedBeforeAllocating) {
   EXPECT_NE(e.find("bytes cannot hold the"), std::string::npos) << e;
 }
 
+// A bf16 checkpoint (as other trainers save weights) was refused with a byte count (the file is half the
+// size F32 weights need); it is refused naming the tensor and its dtype, with what to do (issue 45).
+TEST(ModelCheckpoint, ABf16CheckpointIsRefusedNamingTheTensorAndTheCast) {
+  test::TempDir dir;
+  auto backend = test::cpu_backend();
+  GPT model(*backend, test::tiny_config());
+  model.initialize(1);
+  save_model(model, dir.path());
+  std::vector<std::vector<uint16_t>> halves;
+  for (const Parameter& p : model.parameters()) halves.emplace_back(static_cast<size_t>(p.spec.shape.numel()), 0x3f80);
+  SafetensorsWriter writer;
+  size_t i = 0;
+  for (const Parameter& p : model.parameters()) {
+    std::vector<int64_t> shape(p.spec.shape.dims.begin(), p.spec.shape.dims.begin() + p.spec.shape.ndim);
+    writer.add(p.spec.name, "BF16", shape, halves[i++].data());
+  }
+  writer.write(dir / "model.safetensors");
+  const std::string expected = (dir / "model.safetensors").string() +
+                               ": tensor 'transformer.wte.weight': field 'dtype': BF16 is not supported: cast the "
+                               "checkpoint to float32 (F32)";
+  const std::string e = error_of([&] { load_model(*backend, dir.path()); });
+  EXPECT_THAT(e, HasSubstr(expected));
+  EXPECT_THAT(error_of([&] { load_model_weights(model, dir / "model.safetensors"); }), HasSubstr(expected));
+}
+
 // Issue 42: with SHA256SUMS beside them, a changed byte in config.json or model.safetensors is an error
 // naming the file, where the reader accepted it before (a weight's sign; a space of config.json
 // turned into a tab).

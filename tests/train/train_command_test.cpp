@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "train/train_test_support.h"
+#include "util/clock.h"
 #include "util/files.h"
 
 namespace ct {
@@ -79,6 +80,54 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
   }
   EXPECT_EQ(test::run_command(test::clocktrain_bin() + " train --help").exit_code, 0);
+}
+
+// Piped (stdout not a terminal, as under nohup, Slurm or tee), train printed nothing between its
+// header and its summary (issue 45): it prints a plain progress line every N steps or S seconds, which
+// --no-progress turns off with the status line. Every metrics.jsonl line carries its wall-clock time.
+TEST(TrainCommand, PipedOutputGetsProgressLinesAndTheMetricsWallClockTimes) {
+  test::TempDir dir;
+  const fs::path data = test::make_test_data(dir.path());
+  write_file_atomic(dir / "tiny.toml", tiny_recipe_text());
+  const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
+                           data.string() + " --threads 1 --steps 4";
+  const double before = unix_seconds();
+  auto r = test::run_command(base + " --log-every-steps 2 --log-every-seconds 0 --out " + (dir / "a").string());
+  const double after = unix_seconds();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"\ntrain: step 2/4 | clock ", "\ntrain: step 4/4 | clock "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_EQ(r.output.find("train: step 1/4"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("train: step 3/4"), std::string::npos) << r.output;
+  const std::string line = r.output.substr(r.output.find("train: step 2/4"));
+  for (const char* figure : {" | loss ", " tok/s", " | left "})
+    EXPECT_NE(line.substr(0, line.find('\n')).find(figure), std::string::npos) << figure << ": " << line;
+  // Before the summary line.
+  EXPECT_LT(r.output.find("train: step 4/4"), r.output.find("steps: 4 steps")) << r.output;
+  size_t rows = 0;
+  for (const Json& row : test::read_metrics(dir / "a")) {
+    ASSERT_TRUE(row.contains("time") && row["time"].is_number_float()) << row.dump();
+    EXPECT_GE(row["time"].get<double>(), before - 1) << row.dump();
+    EXPECT_LE(row["time"].get<double>(), after + 1) << row.dump();
+    ++rows;
+  }
+  EXPECT_GT(rows, 4u);
+
+  // --no-progress: no lines; 0 and 0: no lines; a negative interval is refused before anything runs.
+  r = test::run_command(base + " --log-every-steps 1 --no-progress --out " + (dir / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("train: step"), std::string::npos) << r.output;
+  r = test::run_command(base + " --log-every-steps 0 --log-every-seconds 0 --out " + (dir / "c").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("train: step"), std::string::npos) << r.output;
+  r = test::run_command(base + " --log-every-seconds -1 --out " + (dir / "d").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--log-every-seconds"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "d"));
+  // By time: the first line once the interval has passed since the start (set-up takes longer than this).
+  r = test::run_command(base + " --log-every-seconds 0.001 --out " + (dir / "e").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("train: step 1/4 | clock "), std::string::npos) << r.output;
 }
 
 }  // namespace
