@@ -269,8 +269,9 @@ void apply_depth_dial(Recipe& r, const GivenFields& given, const std::string& wh
         ": expected an integer from 1 to 65536, got ", d.aspect_ratio);
   check(d.head_dim >= 2 && d.head_dim <= 65536 && d.head_dim % 2 == 0, field("model.head_dim"),
         ": expected an even integer from 2 to 65536 (rotary half split), got ", d.head_dim);
-  check(std::isfinite(d.tokens_per_parameter) && d.tokens_per_parameter > 0, field("run.tokens_per_parameter"),
-        ": expected a positive number, got ", d.tokens_per_parameter);
+  // (the upper limit keeps steps, ratio x parameters / tokens_per_step, far inside int64)
+  check(d.tokens_per_parameter > 0 && d.tokens_per_parameter <= 1e6, field("run.tokens_per_parameter"),
+        ": expected a positive number up to 1e6, got ", d.tokens_per_parameter);
 
   const int64_t multiple = backend_width_multiple(r.backend, field("backend.name"));
   r.model = shape_at_depth(r.model, d, d.depth, multiple);

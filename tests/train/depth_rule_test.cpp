@@ -142,8 +142,11 @@ TEST(DepthRule, DerivedFieldsBesideDepthAreRefusedNamingBoth) {
   EXPECT_NE(error_of("[model]\ndepth = 4\nhead_dim = 33\n").find("field 'model.head_dim': expected an even integer"),
             std::string::npos);
   EXPECT_NE(error_of("[model]\ndepth = 4\naspect_ratio = 0\n").find("field 'model.aspect_ratio'"), std::string::npos);
-  EXPECT_NE(error_of("[model]\ndepth = 4\n[run]\ntokens_per_parameter = 0\n").find("field 'run.tokens_per_parameter'"),
-            std::string::npos);
+  for (const char* ratio : {"0", "-1.0", "1e300", "nan"})
+    EXPECT_NE(error_of(str("[model]\ndepth = 4\n[run]\ntokens_per_parameter = ", ratio, "\n"))
+                  .find("bad.toml:4: field 'run.tokens_per_parameter': expected a positive number up to 1e6"),
+              std::string::npos)
+        << ratio;
   // The derived batch must still split into the file's micro-batches (depth 1: 16 rows of 1024).
   EXPECT_NE(error_of("[model]\ndepth = 1\n[batch]\nmicro_batch_rows = 32\n").find("field 'batch.micro_batch_rows'"),
             std::string::npos);
