@@ -109,6 +109,7 @@ void run_train(const std::string& program, const TrainArgs& a) {
                 r.timed() ? str("budget ", r.budget_seconds, " s").c_str() : str(r.steps, " steps").c_str(),
                 options.out_dir.string().c_str(),
                 backend->world_size() > 1 ? str(", ", backend->world_size(), " processes").c_str() : "");
+    if (const std::string derived = depth_summary(r); !derived.empty()) std::printf("recipe %s\n", derived.c_str());
     std::printf("%s\n", backend_start_line(*backend).c_str());
     std::fflush(stdout);
   }

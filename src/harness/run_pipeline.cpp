@@ -67,8 +67,9 @@ Training run_training(const Recipe& recipe, Backend& backend, const PreparedData
   options.read_guard = &guard;
   log << "train: recipe " << recipe.name << " (" << recipe_hash(recipe).substr(0, 12) << "), "
       << (recipe.timed() ? str("budget ", format_seconds(recipe.budget_seconds)) : str(recipe.steps, " steps"))
-      << ", into " << run_dir.string() << "\n"
-      << std::flush;
+      << ", into " << run_dir.string() << "\n";
+  if (const std::string derived = depth_summary(recipe); !derived.empty()) log << "train: recipe " << derived << "\n";
+  log << std::flush;
   try {
     t.result = train(options);
     t.returned = true;

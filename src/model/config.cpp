@@ -59,8 +59,10 @@ int64_t ModelConfig::parameter_count() const {
   return n;
 }
 
+int64_t ModelConfig::matmul_parameter_count() const { return parameter_count() - padded_vocab_size() * n_embd; }
+
 double ModelConfig::flops_per_token() const {
-  const double non_embedding = static_cast<double>(parameter_count() - padded_vocab_size() * n_embd);
+  const double non_embedding = static_cast<double>(matmul_parameter_count());
   const double attention = 12.0 * static_cast<double>(attention_layer_count()) * static_cast<double>(n_head) *
                            static_cast<double>(head_dim()) * static_cast<double>(sequence_len);
   return 6.0 * non_embedding + attention;

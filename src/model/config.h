@@ -40,10 +40,12 @@ struct ModelConfig {
 
   // Parameters, nanochat's way: every weight matrix, wte and lm_head at their padded shapes.
   int64_t parameter_count() const;
+  // The parameters a token's matmuls use: parameter_count() less the embedding table wte (the layers'
+  // matrices and lm_head; a lookup does no matmul). nanochat's scaling count N_s (frontier.md 3.2-3.3).
+  int64_t matmul_parameter_count() const;
   // Model FLOPs per trained token (forward + backward), as nanochat's estimate_flops counts them:
   //   6 * N + 12 * L_attn * H * D * T,
-  // where N = every parameter except the embedding table wte (the layers' matrices and lm_head; a
-  // lookup does no matmul), and the second term is the attention scores and weighted sum
+  // where N = matmul_parameter_count(), and the second term is the attention scores and weighted sum
   // (2 matmuls of T x D per query per head, x3 for forward+backward, averaged over causal positions
   // as nanochat does: it counts the full T, not T/2). L_attn counts only layers with attention.
   double flops_per_token() const;

@@ -1,8 +1,10 @@
 #include "train/recipe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <vector>
 #include <toml++/toml.h>
 
@@ -130,7 +132,10 @@ Schema schema_for(Recipe& r) {
   return Schema{
       {"", {{"name", string_field(r.name)}}},
       {"model",
-       {{"vocab_size", int_field(m.vocab_size)},
+       {{"depth", int_field(r.dial.depth)},
+        {"aspect_ratio", int_field(r.dial.aspect_ratio)},
+        {"head_dim", int_field(r.dial.head_dim)},
+        {"vocab_size", int_field(m.vocab_size)},
         {"vocab_pad_multiple", int_field(m.vocab_pad_multiple)},
         {"sequence_len", int_field(m.sequence_len)},
         {"n_layer", int_field(m.n_layer)},
@@ -167,6 +172,7 @@ Schema schema_for(Recipe& r) {
         {"budget_seconds", number_field(r.budget_seconds)},
         {"step_time_margin", number_field(r.step_time_margin)},
         {"steps", int_field(r.steps)},
+        {"tokens_per_parameter", number_field(r.dial.tokens_per_parameter)},
         {"startup_steps", int_field(r.startup_steps)},
         {"startup_cap_seconds", number_field(r.startup_cap_seconds)},
         {"seed", seed_field(r.seed)},
@@ -187,24 +193,127 @@ Schema schema_for(Recipe& r) {
   };
 }
 
+// The fields a file gives ("model.n_embd"), each with where it is (where_of), for the rules between
+// fields that depend on what was given rather than on the value (the depth rule's conflicts).
+using GivenFields = std::map<std::string, std::string>;
+
 void read_table(const toml::table& table, const std::map<std::string, FieldReader>& fields, const std::string& prefix,
-                const std::string& file, const Schema& schema, bool top_level) {
+                const std::string& file, const Schema& schema, bool top_level, GivenFields& given) {
   for (const auto& [key_view, node] : table) {
     const std::string key(key_view.str());
     const std::string field = prefix.empty() ? key : prefix + "." + key;
     if (top_level && schema.count(key) == 1 && key != "") {
       const toml::table* sub = node.as_table();
       check(sub != nullptr, where_of(file, node, field), ": expected a table [", key, "]");
-      read_table(*sub, schema.at(key), key, file, schema, false);
+      read_table(*sub, schema.at(key), key, file, schema, false, given);
       continue;
     }
     auto it = fields.find(key);
     check(it != fields.end(), where_of(file, node, field), ": unknown field");
     it->second(node, where_of(file, node, field));
+    given[field] = where_of(file, node, field);
   }
 }
 
+// The depth rule's batch anchor (frontier.md 3.3): nanochat takes B_ref = 2^19 tokens at its depth 12,
+// where it measured the optimum for its T 2048, V 32768 and data. clocktrain has not measured its own
+// optimum yet, so its anchor is the baseline's 65,536 tokens per step at the baseline's depth 10
+// (model.md): a depth-10 recipe with the baseline's other fields resolves to the baseline's shape,
+// batch and learning rates exactly.
+constexpr int64_t kBatchReferenceDepth = 10;
+constexpr double kBatchReferenceTokens = 65536.0;
+// Power Lines (arXiv 2505.13738): the best batch grows as B ~ D^0.383 in the training tokens D; with
+// D = ratio x N the ratio cancels against the reference's, leaving B ~ N^0.383.
+constexpr double kBatchExponent = 0.383;
+
+// The shape at `depth`: n_embd = depth x aspect_ratio rounded up to a multiple of both head_dim and
+// the backend's width multiple, n_head = n_kv_head = n_embd / head_dim (nanochat's rule, frontier.md
+// 3.1). The other fields (vocabulary, sequence length, MLP ratio, attention_layers) are the recipe's.
+ModelConfig shape_at_depth(ModelConfig m, const DepthDial& dial, int64_t depth, int64_t width_multiple) {
+  const int64_t unit = std::lcm(dial.head_dim, width_multiple);
+  m.n_layer = depth;
+  m.n_embd = (depth * dial.aspect_ratio + unit - 1) / unit * unit;
+  m.n_head = m.n_kv_head = m.n_embd / dial.head_dim;
+  return m;
+}
+
+// The depth rule's horizon: tokens = tokens_per_parameter x parameter_count() (nanochat's rule for this
+// model: ratio 20 over every parameter, Chinchilla's), steps = tokens div tokens_per_step (at least 1).
+// The schedule's fractions are of progress, so they need no scaling; a timed run's horizon is its
+// budget, and this one is its run by steps.
+int64_t horizon_steps(const Recipe& r) {
+  const double tokens = r.dial.tokens_per_parameter * static_cast<double>(r.model.parameter_count());
+  return std::max<int64_t>(1, static_cast<int64_t>(tokens / static_cast<double>(r.tokens_per_step)));
+}
+
+// Derives a depth recipe's shape, batch, learning rates and horizon (docs/model.md "One dial:
+// model.depth"), once, when the file is read; refuses a field the rule derives when the file gives it
+// too, naming both, and the dial's other fields without model.depth.
+void apply_depth_dial(Recipe& r, const GivenFields& given, const std::string& where) {
+  const DepthDial& d = r.dial;
+  if (given.count("model.depth") == 0) {
+    for (const char* f : {"model.aspect_ratio", "model.head_dim", "run.tokens_per_parameter"})
+      check(given.count(f) == 0, given.count(f) ? given.at(f) : "", ": only with 'model.depth' (a recipe without it ",
+            "gives n_layer, n_embd, n_head, n_kv_head, batch.tokens_per_step and run.steps itself)");
+    return;
+  }
+  for (const char* f : {"model.n_layer", "model.n_embd", "model.n_head", "model.n_kv_head", "batch.tokens_per_step"})
+    check(given.count(f) == 0, given.count(f) ? given.at(f) : "", ": not with 'model.depth', which derives it ",
+          "(docs/model.md, \"One dial: model.depth\"); give one or the other");
+  check(given.count("run.steps") == 0, given.count("run.steps") ? given.at("run.steps") : "",
+        ": not with 'model.depth', which derives the horizon from 'run.tokens_per_parameter' (the command line's ",
+        "--steps still overrides it)");
+  auto field = [&](const char* name) { return given.count(name) ? given.at(name) : str(where, ": field '", name, "'"); };
+  check(d.depth >= 1 && d.depth <= 4096, field("model.depth"), ": expected an integer from 1 to 4096, got ", d.depth);
+  check(d.aspect_ratio >= 1 && d.aspect_ratio <= 65536, field("model.aspect_ratio"),
+        ": expected an integer from 1 to 65536, got ", d.aspect_ratio);
+  check(d.head_dim >= 2 && d.head_dim <= 65536 && d.head_dim % 2 == 0, field("model.head_dim"),
+        ": expected an even integer from 2 to 65536 (rotary half split), got ", d.head_dim);
+  // (the upper limit keeps steps, ratio x parameters / tokens_per_step, far inside int64)
+  check(d.tokens_per_parameter > 0 && d.tokens_per_parameter <= 1e6, field("run.tokens_per_parameter"),
+        ": expected a positive number up to 1e6, got ", d.tokens_per_parameter);
+
+  const int64_t multiple = backend_width_multiple(r.backend, field("backend.name"));
+  r.model = shape_at_depth(r.model, d, d.depth, multiple);
+  r.model.validate(str(where, ": [model] as derived from depth ", d.depth));
+
+  // Batch: B = 2^round(log2(B_ref (N / N_ref)^0.383)), N the matmul parameters (frontier.md 3.3) and
+  // N_ref those of the reference depth built with this recipe's other fields; then whole rows.
+  ModelConfig reference = shape_at_depth(r.model, d, kBatchReferenceDepth, multiple);
+  reference.attention_layers.clear();
+  const double ratio =
+      static_cast<double>(r.model.matmul_parameter_count()) / static_cast<double>(reference.matmul_parameter_count());
+  const double log2_batch = std::round(std::log2(kBatchReferenceTokens * std::pow(ratio, kBatchExponent)));
+  const double batch = std::ldexp(1.0, static_cast<int>(std::clamp(log2_batch, 0.0, 40.0)));
+  const int64_t rows = std::max<int64_t>(1, std::llround(batch / static_cast<double>(r.model.sequence_len)));
+  r.tokens_per_step = rows * r.model.sequence_len;
+
+  // Learning rates: the file's (or the baseline's) are those at B_ref; every one is multiplied by
+  // sqrt(B / B_ref) (nanochat, Muon's included). The AdamW ones are further scaled for width at run
+  // time, (n_embd / adamw_lr_reference_width)^-0.5, as in every recipe.
+  const double batch_scale = std::sqrt(static_cast<double>(r.tokens_per_step) / kBatchReferenceTokens);
+  r.optimizer.matrix_lr *= batch_scale;
+  r.optimizer.embedding_lr *= batch_scale;
+  r.optimizer.unembedding_lr *= batch_scale;
+  r.steps = horizon_steps(r);
+}
+
 }  // namespace
+
+int64_t backend_width_multiple(const std::string& backend_name, const std::string& where) {
+  // cpu: the bf16 GEMMs (AMX tiles, amx_gemm.cpp; AVX512-BF16 dot products, dot_gemm.cpp) take only
+  // products whose M, N and K are multiples of 32 (anything else goes to oneDNN), and the dot GEMM
+  // walks C's columns 64 at a time (4 vectors of 16: bf16_dot_gemm.h, blocks()), a narrower tail
+  // taking 2-vector blocks; the f32 tile kernels' panels are 16 columns (f32_tile_gemm.h). A width
+  // that is a multiple of 64 makes every dimension of the model's products that the width sets (C, 4C,
+  // n_head x head_dim) a multiple of 64, so rounding never sends a product off those kernels nor leaves
+  // a narrow tail (their K limits, 1024 for AMX and 4096 for the dot GEMM, are a matter of size). 128
+  // would only add width: 64 is already a whole number of every block.
+  // cuda: 128, the tensor-core GEMM tiles' width (and nanochat's rounding).
+  if (backend_name == "cpu") return 64;
+  if (backend_name == "cuda") return 128;
+  fail(where, ": the depth rule rounds the width for \"cpu\" (64) or \"cuda\" (128), got \"", backend_name, "\"");
+}
 
 const char* run_by_name(RunBy run_by) { return run_by == RunBy::budget ? "budget" : "steps"; }
 const char* nan_policy_name(NanPolicy nan_policy) { return nan_policy == NanPolicy::stop ? "stop" : "skip"; }
@@ -258,7 +367,9 @@ Recipe parse_recipe(const std::string& toml_text, const std::string& where) {
   Recipe recipe;
   recipe.source_path = where;
   Schema schema = schema_for(recipe);
-  read_table(table, schema.at(""), "", where, schema, true);
+  GivenFields given;
+  read_table(table, schema.at(""), "", where, schema, true, given);
+  apply_depth_dial(recipe, given, where);
   recipe.validate(where);
   return recipe;
 }
@@ -314,6 +425,13 @@ Json to_json(const Recipe& r) {
         {"attention", attention_kernels_name(r.attention)},
         {"graphs", r.graphs}}},
   };
+  // Only for a depth recipe, so that recipes without it keep their hashes.
+  if (r.dial.depth != 0) {
+    resolved["model"]["depth"] = r.dial.depth;
+    resolved["model"]["aspect_ratio"] = r.dial.aspect_ratio;
+    resolved["model"]["head_dim"] = r.dial.head_dim;
+    resolved["run"]["tokens_per_parameter"] = r.dial.tokens_per_parameter;
+  }
   // Only when set, so that recipes without it keep their hashes.
   if (r.debug_nan_loss_at_step != 0) resolved["debug"] = Json{{"nan_loss_at_step", r.debug_nan_loss_at_step}};
   return resolved;
@@ -334,6 +452,18 @@ std::unique_ptr<Backend> create_recipe_backend(const Recipe& r) {
          "\", matmul_precision \"", matmul_precision_name(r.matmul_precision), "\", attention \"",
          attention_kernels_name(r.attention), "\"): ", e.what());
   }
+}
+
+std::string depth_summary(const Recipe& r) {
+  const DepthDial& d = r.dial;
+  if (d.depth == 0) return "";
+  const ModelConfig& m = r.model;
+  const int64_t unit = std::lcm(d.head_dim, backend_width_multiple(r.backend, "recipe"));
+  return str("depth ", d.depth, ": n_layer ", m.n_layer, ", n_embd ", m.n_embd, " (", d.depth, " x ", d.aspect_ratio,
+             " rounded up to a multiple of ", unit, "), n_head ", m.n_head, ", n_kv_head ", m.n_kv_head, " (head_dim ",
+             d.head_dim, "), ", m.parameter_count(), " parameters; ", r.tokens_per_step, " tokens per step, learning rates x ",
+             std::sqrt(static_cast<double>(r.tokens_per_step) / kBatchReferenceTokens), "; horizon ", d.tokens_per_parameter,
+             " tokens per parameter = ", horizon_steps(r), " steps");
 }
 
 std::string recipe_hash(const Recipe& recipe) { return sha256_hex(to_json(recipe).dump()); }

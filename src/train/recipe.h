@@ -22,10 +22,25 @@ enum class NanPolicy { stop, skip };   // at a non-finite loss or gradient: stop
 const char* run_by_name(RunBy run_by);              // "budget", "steps"
 const char* nan_policy_name(NanPolicy nan_policy);  // "stop", "skip"
 
+// The one dial (docs/model.md "One dial: model.depth"): a recipe that gives model.depth has its shape,
+// batch, learning rates and horizon derived from it when it is read (parse_recipe); depth 0 (the
+// default) is a recipe that gives its shape itself. The other three fields are read only with depth.
+struct DepthDial {
+  int64_t depth = 0;                   // [model] depth: n_layer
+  int64_t aspect_ratio = 64;           // [model] aspect_ratio: width per layer before rounding
+  int64_t head_dim = 128;              // [model] head_dim
+  double tokens_per_parameter = 20.0;  // [run] tokens_per_parameter: the horizon, in tokens per parameter
+};
+
+// The width multiple a depth recipe's n_embd is rounded up to on this backend (with head_dim: the
+// least common multiple of the two): cpu 64, cuda 128. Errors name `where` for another backend name.
+int64_t backend_width_multiple(const std::string& backend_name, const std::string& where);
+
 struct Recipe {
   std::string name = "baseline";
   std::string source_path;       // the TOML file it came from ("" when built in code)
 
+  DepthDial dial;                 // [model] depth, aspect_ratio, head_dim; [run] tokens_per_parameter
   ModelConfig model;              // [model]
 
   // [batch] tokens per optimizer step = rows_per_step * sequence_len; each step runs
@@ -91,8 +106,12 @@ Recipe parse_recipe(const std::string& toml_text, const std::string& where);
 // recipe's precision here. Under a launcher (mpirun, torchrun) it joins the job's processes (data parallel).
 std::unique_ptr<Backend> create_recipe_backend(const Recipe& recipe);
 
-// The resolved recipe: every field, sectioned as in the TOML file.
+// The resolved recipe: every field, sectioned as in the TOML file. A depth recipe also gives its dial
+// (model.depth, model.aspect_ratio, model.head_dim, run.tokens_per_parameter) beside what it derived.
 Json to_json(const Recipe& recipe);
+// What a depth recipe derived, in one line for the start lines of `clocktrain train` and `clocktrain
+// run` ("" for a recipe without model.depth).
+std::string depth_summary(const Recipe& recipe);
 // SHA-256 of to_json(recipe).dump() (sorted keys, no whitespace).
 std::string recipe_hash(const Recipe& recipe);
 
