@@ -146,7 +146,7 @@ int run(int argc, char** argv) {
   model.initialize(recipe.seed);
   Optimizer optimizer(model, recipe.optimizer);
   const int64_t B = recipe.micro_batch_rows, T = recipe.model.sequence_len, micro = recipe.micro_steps();
-  TrainStep train_step(model, optimizer, micro, B, T, recipe.graphs);
+  TrainStep train_step(model, optimizer, /*processes=*/nullptr, micro, B, T, recipe.graphs);
   uint64_t counter = 0;
   auto fill_batch = [&](std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
     inputs.resize(static_cast<size_t>(B * T));

@@ -365,11 +365,15 @@ void Backend::do_newton_schulz_many(const std::vector<Tensor>& x_outs, const std
 }
 
 void Backend::all_reduce_begin(const std::vector<Tensor>& tensors, double factor) {
+  check(world_size() == 1, "all_reduce_begin: backend '", name(), "' has no collectives of its own for ", world_size(),
+        " processes");
   if (factor == 1.0) return;
   for (const Tensor& t : tensors) scale(t, factor);
 }
 
 void Backend::broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots) {
+  check(world_size() == 1, "broadcast: backend '", name(), "' has no collectives of its own for ", world_size(),
+        " processes");
   check(tensors.size() == roots.size(), "broadcast: ", tensors.size(), " tensors but ", roots.size(), " roots");
   for (int root : roots) check(root == 0, "broadcast: root ", root, " does not exist (one process)");
 }

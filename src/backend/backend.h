@@ -234,15 +234,16 @@ class Backend {
   // backward pass). all_reduce_end() makes every later op wait for the reductions begun so far.
   // broadcast(tensors, roots) copies tensors[i] from process roots[i] to every process (how a
   // parameter updated by the process that owns its optimizer shard reaches the others).
-  // sum_over_processes(values): host doubles summed over every process, in place, the same bits on
-  // every process (the trainer's losses and the step's agreed clock); it waits for the device first.
-  // Defaults (one process): all_reduce_begin only scales by factor; the others do nothing.
+  // The host collectives (sums of doubles: losses, the agreed clock, fingerprints) are not the
+  // backend's: the run holds the job's process group for them (backend/parallel/process_group.h).
+  // Defaults, for one process: all_reduce_begin only scales by factor, broadcast has nothing to copy;
+  // with world_size() > 1 they are errors, so a backend that trains data-parallel overrides all four
+  // (check_serves_the_job refuses the others when launched as several processes).
   virtual int world_size() const { return 1; }
   virtual int rank() const { return 0; }
   virtual void all_reduce_begin(const std::vector<Tensor>& tensors, double factor);
   virtual void all_reduce_end() {}
   virtual void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots);
-  virtual void sum_over_processes(std::vector<double>& values) { (void)values; }
 
   // ---- memory ---------------------------------------------------------------------------------------
   // Bytes of device memory this backend holds (its allocations and workspaces); 0 when unknown.
@@ -354,8 +355,13 @@ struct BackendOptions {
   bool data_parallel = false;
 };
 
-// Creates a backend by name; a clear error when it is not built in or cannot start.
+// Creates a backend by name; a clear error when it is not built in or cannot start, or, with
+// data_parallel, when it is not the process of the job that the launcher started (check_serves_the_job).
 std::unique_ptr<Backend> create_backend(const BackendOptions& options);
+struct LaunchEnvironment;
+// A backend joins the launcher's job only as the rank and world size the launcher gave: one that trains
+// in one process only (world_size() 1) is refused when several were launched, naming both.
+void check_serves_the_job(const Backend& backend, const LaunchEnvironment& env);
 std::vector<std::string> available_backends();
 
 }  // namespace ct

@@ -87,21 +87,21 @@ Training run_training(const Recipe& recipe, Backend& backend, const PreparedData
 }
 
 // Every process of the job waits here until all have arrived (a sum of nothing).
-void wait_for_every_process(Backend& backend) {
+void wait_for_every_process(ProcessGroup& processes) {
   std::vector<double> nothing{0.0};
-  backend.sum_over_processes(nothing);
+  processes.all_reduce_sum(nothing);
 }
 
 // The cores that the job's processes may run on, together: the union of their affinity masks
 // (with mpirun's default binding each process sees only its own cores). Counted by CPU id, so this
 // is the machine's count when every process runs on one machine (docs/parallel.md).
-int64_t cores_of_the_job(Backend& backend) {
-  if (backend.world_size() == 1) return available_cores();
+int64_t cores_of_the_job(ProcessGroup* processes) {
+  if (processes == nullptr) return available_cores();
   constexpr int kCpuIds = 4096;
   std::vector<double> allowed(kCpuIds, 0.0);
   for (int id : available_core_ids())
     if (id < kCpuIds) allowed[static_cast<size_t>(id)] = 1.0;
-  backend.sum_over_processes(allowed);
+  processes->all_reduce_sum(allowed);
   return std::count_if(allowed.begin(), allowed.end(), [](double n) { return n > 0; });
 }
 
@@ -238,9 +238,11 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   }
   log << backend_line << "\n" << std::flush;
   // Data parallel (docs/parallel.md): rank 0 prepares the data while the others wait, then they
-  // reuse its cache; every process trains; rank 0 alone evaluates and writes.
+  // reuse its cache; every process trains; rank 0 alone evaluates and writes. The job's processes
+  // meet through its process group, whatever the backend.
+  ProcessGroup* const processes = ProcessGroup::of_this_job();
   const bool writer = backend->rank() == 0;
-  if (!writer) wait_for_every_process(*backend);
+  if (!writer) wait_for_every_process(*processes);
 
   // 1. Data.
   DataCacheSettings cache;
@@ -252,7 +254,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   cache.threads = recipe.threads;
   cache.progress = o.progress;
   const PreparedData prepared = ensure_prepared_data(cache, log);
-  if (writer && backend->world_size() > 1) wait_for_every_process(*backend);
+  if (writer && processes) wait_for_every_process(*processes);
 
   if (writer) {
     ensure_directory(out.run_dir);
@@ -266,10 +268,10 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     guard.forbid(prepared.dir / s.name, "a shard of the pinned validation set");
   const Training training = run_training(recipe, *backend, prepared, out.run_dir, o, guard, log);
   if (!training.error.empty()) out.notes.push_back("training: " + training.error);
-  const int64_t job_cores = cores_of_the_job(*backend);  // a collective: every process, before the others leave
+  const int64_t job_cores = cores_of_the_job(processes);  // a collective: every process, before the others leave
   // The job's last collective is done: each process leaves it now, so that the others exit at once
   // instead of waiting in MPI_Finalize (which polls) until rank 0 has evaluated.
-  if (ProcessGroup* group = ProcessGroup::world_if_started()) group->finish();
+  if (processes) processes->finish();
   if (!writer) {
     check(training.error.empty(), "training (rank ", backend->rank(), "): ", training.error);
     out.speaks = false;

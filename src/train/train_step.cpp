@@ -35,9 +35,11 @@ std::vector<std::vector<int>> GradientBuckets::complete_from(size_t first) {
   return complete;
 }
 
-TrainStep::TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int64_t rows, int64_t seq_len, bool graphs)
+TrainStep::TrainStep(GPT& model, Optimizer& optimizer, ProcessGroup* processes, int64_t micro_steps, int64_t rows,
+                     int64_t seq_len, bool graphs)
     : model_(model),
       optimizer_(optimizer),
+      processes_(processes),
       micro_steps_(micro_steps),
       rows_(rows),
       seq_len_(seq_len),
@@ -46,6 +48,8 @@ TrainStep::TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int6
       targets_(static_cast<size_t>(micro_steps)),
       buckets_(gradient_bytes(model), kBucketBytes) {
   check(micro_steps > 0 && rows > 0 && seq_len > 0, "TrainStep: expected positive micro-steps, rows and length");
+  check(model.backend().world_size() == (processes ? processes->size() : 1), "TrainStep: the backend's ",
+        model.backend().world_size(), " process(es) are not the job's ", processes ? processes->size() : 1);
   check(micro_steps + optimizer.gradient_slots() <= Backend::kValueSlots, "TrainStep: ", micro_steps,
         " micro-batches and ", optimizer.gradient_slots(), " parameters need more than the backend's ",
         Backend::kValueSlots, " value slots");
@@ -133,7 +137,7 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
   }
   if (world > 1) {
     reduction_wait.restart();
-    be.sum_over_processes(result.micro_losses);  // x + 0: each loss exactly as its process had it
+    processes_->all_reduce_sum(result.micro_losses);  // x + 0: each loss exactly as its process had it
     waited += reduction_wait.seconds();
   }
   result.reduction_wait_seconds = waited;

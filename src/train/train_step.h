@@ -16,7 +16,7 @@
 // Backend::all_reduce_begin in buckets of kBucketBytes, each begun during the last micro-batch's
 // backward pass as soon as its parameters' gradients are final (GPT::backward's `ready`), so the
 // reduction overlaps the rest of the pass; all_reduce_end comes before the gradient check. The
-// micro-batch losses are then gathered (Backend::sum_over_processes), so every process sees the
+// micro-batch losses are then gathered over the job's processes (ProcessGroup), so every process sees the
 // step's M losses in the order one process would have run them, and the same gradients: every
 // process applies the same update. With one micro-batch per process and W = 2 the gradients are
 // bitwise those of one process running both (a + b, and powers-of-two scales, commute with rounding).
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/parallel/process_group.h"
 #include "model/gpt.h"
 #include "optim/optimizer.h"
 
@@ -80,7 +81,9 @@ class TrainStep {
   // constructing one drops what an earlier one recorded there (its model may still be alive, so
   // no release() dropped it, and a replay of another model's recording is a mismatch), and the
   // destructor drops this one's.
-  TrainStep(GPT& model, Optimizer& optimizer, int64_t micro_steps, int64_t rows, int64_t seq_len, bool graphs);
+  // `processes`: the job's processes (process_group.h) that the losses are gathered over; null alone.
+  TrainStep(GPT& model, Optimizer& optimizer, ProcessGroup* processes, int64_t micro_steps, int64_t rows,
+            int64_t seq_len, bool graphs);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
@@ -100,6 +103,7 @@ class TrainStep {
   void drop_recordings() noexcept;
   GPT& model_;
   Optimizer& optimizer_;
+  ProcessGroup* processes_;
   int64_t micro_steps_, rows_, seq_len_;
   bool graphs_;
   RegionSchedule schedule_;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "backend/parallel/process_group.h"
 #include "data/loader.h"
 #include "data/manifest.h"
 #include "data/prepared_folder.h"
@@ -100,6 +101,8 @@ class Run {
   std::unique_ptr<Backend> owned_backend_;  // when TrainOptions::backend is null
   Backend* backend_ = nullptr;
   int world_ = 1, rank_ = 0;  // data-parallel processes (backend.h), this one
+  // The job's processes for the host collectives (process_group.h), whatever the backend; null alone.
+  ProcessGroup* processes_ = nullptr;
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TrainStep> train_step_;
@@ -152,6 +155,10 @@ void Run::set_up() {
   result_.matmul_ceiling_flops = backend_->matmul_ceiling_flops();
   world_ = backend_->world_size();
   rank_ = backend_->rank();
+  if (world_ > 1) processes_ = ProcessGroup::of_this_job();
+  check(world_ == (processes_ ? processes_->size() : 1) && rank_ == (processes_ ? processes_->rank() : 0),
+        "data parallel: the backend is process ", rank_, " of ", world_, " but this process's job has ",
+        processes_ ? processes_->size() : 1, " (launch the training with the launcher that made the backend)");
   result_.world_size = world_;
   // The job's ceilings: every process's (the tokens per second are the job's too)
   result_.peak_flops *= world_;
@@ -193,8 +200,8 @@ void Run::set_up() {
 
   model_ = std::make_unique<GPT>(*backend_, r.model);  // f32; matmul operands per backend.matmul_precision (gpt.h)
   optimizer_ = std::make_unique<Optimizer>(*model_, r.optimizer);
-  train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, r.micro_steps() / world_, r.micro_batch_rows,
-                                            r.model.sequence_len, r.graphs);
+  train_step_ = std::make_unique<TrainStep>(*model_, *optimizer_, processes_, r.micro_steps() / world_,
+                                            r.micro_batch_rows, r.model.sequence_len, r.graphs);
   result_.parameters = model_->parameter_count();
   result_.flops_per_token = r.model.flops_per_token();
   stop_if_signalled_in_startup();
@@ -287,7 +294,7 @@ void Run::check_processes_agree() {
   std::vector<double> fingerprints(static_cast<size_t>(2 * world_), 0.0);
   fingerprints[static_cast<size_t>(2 * rank_)] = static_cast<double>(bits >> 32);
   fingerprints[static_cast<size_t>(2 * rank_ + 1)] = static_cast<double>(bits & 0xffffffffu);
-  backend_->sum_over_processes(fingerprints);
+  processes_->all_reduce_sum(fingerprints);
   std::string differ;
   for (int p = 1; p < world_; ++p)
     if (fingerprints[static_cast<size_t>(2 * p)] != fingerprints[0] ||
@@ -302,7 +309,7 @@ void Run::check_processes_agree() {
 std::vector<double> Run::as_rank0_has_them(std::vector<double> values) const {
   if (world_ == 1) return values;
   if (rank_ != 0) std::fill(values.begin(), values.end(), 0.0);
-  backend_->sum_over_processes(values);  // 0 + x = x
+  processes_->all_reduce_sum(values);  // 0 + x = x
   return values;
 }
 
@@ -583,7 +590,7 @@ void Run::train_until_stopped() {
     std::vector<double> view{static_cast<double>(signals_->received()), startup_watch_.seconds()};
     if (world_ > 1) {
       if (rank_ != 0) view[1] = 0.0;
-      backend_->sum_over_processes(view);
+      processes_->all_reduce_sum(view);
     }
     const int any_signal = view[0] > 0 ? (signals_->received() ? signals_->received() : SIGTERM) : 0;
     const double startup_elapsed = view[1];

@@ -31,6 +31,8 @@ class ProbeBackend final : public Backend {
     tensor = {};
   }
   int kernel_calls = 0;
+  int world = 1;  // world_size(): a backend that claims several processes without collectives of its own
+  int world_size() const override { return world; }
   bool graphs = false;
   std::vector<std::string> graph_resets;
   bool supports_graphs() const override { return graphs; }

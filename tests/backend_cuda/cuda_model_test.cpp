@@ -96,7 +96,7 @@ std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int
   OptimizerConfig config;
   Optimizer optimizer(*model, config);
   const int64_t micro = 2, rows = 4, T = 64;
-  TrainStep step(*model, optimizer, micro, rows, T, graphs);
+  TrainStep step(*model, optimizer, /*processes=*/nullptr, micro, rows, T, graphs);
   std::vector<double> losses;
   uint64_t batch = 0;
   for (int s = 0; s < steps; ++s) {

@@ -40,13 +40,13 @@ TEST(TrainStep, DropsTheBackendsRegionsWhenMadeAndWhenGone) {
   Optimizer optimizer(model, OptimizerConfig{});
   const std::vector<std::string> both{"forward_backward", "optimizer"};
   {
-    TrainStep step(model, optimizer, 1, 2, 16, /*graphs=*/true);
+    TrainStep step(model, optimizer, /*processes=*/nullptr, 1, 2, 16, /*graphs=*/true);
     EXPECT_EQ(backend.graph_resets, both);
   }
   EXPECT_EQ(backend.graph_resets, (std::vector<std::string>{both[0], both[1], both[0], both[1]}));
   backend.graphs = false;  // a backend without regions is not asked
   backend.graph_resets.clear();
-  { TrainStep step(model, optimizer, 1, 2, 16, true); }
+  { TrainStep step(model, optimizer, /*processes=*/nullptr, 1, 2, 16, true); }
   EXPECT_TRUE(backend.graph_resets.empty());
 }
 
@@ -66,7 +66,7 @@ TEST(TrainStep, ANanWeightShowsInTheGradients) {
     backend->upload(p.value, host.data(), DType::f32);
   }
   model.weights_changed();
-  TrainStep step(model, optimizer, 1, 2, 16, /*graphs=*/false);
+  TrainStep step(model, optimizer, /*processes=*/nullptr, 1, 2, 16, /*graphs=*/false);
   const auto batch = [](std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
     test::random_batch(2, 16, 64, 3, inputs, targets);
   };

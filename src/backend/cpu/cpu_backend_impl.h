@@ -94,7 +94,6 @@ class CpuBackend final : public Backend {
   void all_reduce_begin(const std::vector<Tensor>& tensors, double factor) override;
   void all_reduce_end() override;
   void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots) override;
-  void sum_over_processes(std::vector<double>& values) override;
 
  private:
   ProcessGroup* group_ = nullptr;  // null: one process

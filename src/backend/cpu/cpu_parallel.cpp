@@ -44,8 +44,4 @@ void CpuBackend::broadcast(const std::vector<Tensor>& tensors, const std::vector
                       roots[i]);
 }
 
-void CpuBackend::sum_over_processes(std::vector<double>& values) {
-  if (group_) group_->all_reduce_sum(values);
-}
-
 }  // namespace ct

@@ -20,7 +20,7 @@ ProcessGroup* g_world = nullptr;
 std::unique_ptr<Collectives> collectives_for(const LaunchEnvironment& env) {
   if (env.launcher == "mpirun") return make_mpi_collectives(env);
   if (env.launcher == "torchrun") return make_gloo_collectives(env);
-  throw Error(str("CPU processes train together under mpirun or torchrun; these were launched by ", env.launcher,
+  throw Error(str("the processes of a data-parallel job meet under mpirun or torchrun; these were launched by ", env.launcher,
                   " (docs/parallel.md)"));
 }
 
@@ -120,6 +120,10 @@ ProcessGroup& ProcessGroup::world() {
 }
 
 ProcessGroup* ProcessGroup::world_if_started() { return g_world; }
+
+ProcessGroup* ProcessGroup::of_this_job() {
+  return launch_environment_from_process().distributed() ? &world() : nullptr;
+}
 
 int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::size() const { return impl_->size; }

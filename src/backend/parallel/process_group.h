@@ -1,7 +1,9 @@
 #pragma once
-// The processes of one data-parallel job on the host: the CPU backend's gradient all-reduce and
-// broadcast, the trainer's small host reductions (losses, the step's agreed clock), and how NCCL's
-// unique id reaches every GPU process under mpirun. Over the launcher's library (collectives.h):
+// The processes of one data-parallel job on the host, one layer beside the backend: the run's host
+// collectives on every backend (the trainer's losses, the step's agreed clock, the stop signal, the
+// fingerprints; ProcessGroup::of_this_job), the CPU backend's gradient all-reduce and broadcast, and
+// how NCCL's unique id reaches every GPU process under mpirun. A device backend adds only its device
+// collectives (Backend::all_reduce_begin and broadcast: NCCL on the GPU). Over the launcher's library (collectives.h):
 // Open MPI under `mpirun -np N`, Gloo under `torchrun --nproc_per_node N`.
 //
 // Why these two (docs/parallel.md): mpirun already starts the processes on one machine or many
@@ -33,6 +35,9 @@ class ProcessGroup {
   // world() when it was made already, else null (no library call): for the error path, which must
   // not connect the processes only to stop them.
   static ProcessGroup* world_if_started();
+  // world() when the launcher's environment says this process is one of several, null when it is
+  // alone: what a run holds for its host collectives, whatever its backend.
+  static ProcessGroup* of_this_job();
 
   int rank() const;
   int size() const;

@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/parallel/launch.h"
 #include "util/error.h"
 #ifdef CLOCKTRAIN_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -15,7 +16,9 @@ std::vector<std::string> available_backends() {
 #endif
 }
 
-std::unique_ptr<Backend> create_backend(const BackendOptions& options) {
+namespace {
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   if (options.name == "cpu") return make_cpu_backend(options);
 #ifdef CLOCKTRAIN_HAVE_CUDA
   if (options.name == "cuda") return make_cuda_backend(options);
@@ -25,6 +28,21 @@ std::unique_ptr<Backend> create_backend(const BackendOptions& options) {
        ", cuda",
 #endif
        ")");
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> create_backend(const BackendOptions& options) {
+  std::unique_ptr<Backend> backend = make_backend(options);
+  if (options.data_parallel) check_serves_the_job(*backend, launch_environment_from_process());
+  return backend;
+}
+
+void check_serves_the_job(const Backend& backend, const LaunchEnvironment& env) {
+  check(backend.world_size() == env.world_size && backend.rank() == env.rank, "backend '", backend.name(),
+        "' is process ", backend.rank(), " of ", backend.world_size(), " where the launcher (", env.launcher,
+        ") started process ", env.rank, " of ", env.world_size, ": it does not train data-parallel; launch one "
+        "process (docs/parallel.md)");
 }
 
 }  // namespace ct
