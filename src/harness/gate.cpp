@@ -134,8 +134,12 @@ GateCheck check_full_machine(const TrainEvidence& t) {
   if (t.backend.empty()) {
     c.evidence = "the backend was not recorded";
   } else if (t.backend == "cpu") {
-    c.passed = t.cores_available > 0 && t.threads_used == t.cores_available;
-    c.evidence = str("cpu: ", t.threads_used, " thread(s) used of ", t.cores_available, " core(s) available");
+    // Every CPU the machine was given, not only those an affinity mask (taskset, a launcher's binding)
+    // left this process: the job must be able to run on all of them, one thread each.
+    c.passed = t.machine_cpus > 0 && t.threads_used == t.machine_cpus && t.cores_available >= t.machine_cpus;
+    c.evidence = str("cpu: ", t.threads_used, " thread(s) used of ", t.machine_cpus, " CPU(s) on the machine (",
+                     t.machine_cpus_how, "); the job may run on ", t.cores_available);
+    if (t.cores_available < t.machine_cpus) c.evidence += " (its affinity: taskset or the launcher's binding)";
   } else {
     c.passed = t.devices_present > 0 && t.devices_used == t.devices_present;
     c.evidence = str(t.backend, ": ", t.devices_used, " device(s) used of ", t.devices_present, " present");

@@ -51,7 +51,9 @@ struct TrainEvidence {
   // full_machine
   std::string backend;          // "cpu" or a device backend ("cuda")
   int64_t threads_used = 0;     // CPU: OpenMP threads of the training loop
-  int64_t cores_available = 0;  // CPU: cores this process may run on (sched_getaffinity)
+  int64_t cores_available = 0;  // CPU: CPUs the job's processes may run on (their affinity masks' union)
+  int64_t machine_cpus = 0;     // CPU: CPUs the machine was given (util/threads.h machine_cpus)
+  std::string machine_cpus_how; // what that count came from ("2 CPUs online", "cgroup cpuset 0-3", ...)
   int64_t devices_used = 0;     // device backends: devices the run trained on
   int64_t devices_present = 0;  // device backends: devices visible to the process
   // data

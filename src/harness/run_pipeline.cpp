@@ -121,6 +121,9 @@ TrainEvidence train_evidence(const Recipe& recipe, const Backend& backend, const
   if (r.backend == "cpu") {
     e.threads_used = static_cast<int64_t>(r.threads) * backend.world_size();
     e.cores_available = job_cores;
+    const MachineCpus machine = machine_cpus();
+    e.machine_cpus = machine.count;
+    e.machine_cpus_how = machine.how;
   } else if (t.returned) {
     e.devices_used = static_cast<int64_t>(backend.device_count()) * backend.world_size();
     e.devices_present = backend.devices_present();

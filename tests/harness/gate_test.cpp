@@ -25,6 +25,8 @@ struct Evidence {
     train.backend = "cpu";
     train.threads_used = 2;
     train.cores_available = 2;
+    train.machine_cpus = 2;
+    train.machine_cpus_how = "2 CPUs online";
     train.shards_read = {{"train_000.bin", sha256_hex("s0")}, {"train_001.bin", sha256_hex("s1")}};
     train.files_opened = {"/data/tokens/train_000.bin", "/data/tokens/train_001.bin", "/data/tokens/manifest.json"};
     train.init = InitSource::from_seed(42);
@@ -56,7 +58,7 @@ TEST(Gate, HonestRunPassesEveryCheckInOrder) {
   EXPECT_EQ(v.checks[1].evidence, "val_bpb 1.7340 is finite; no NaN or Inf loss during training");
   EXPECT_THAT(v.checks[2].evidence, HasSubstr("recomputed by clocktrain 0.1.0 eval from the saved checkpoint"));
   EXPECT_THAT(v.checks[2].evidence, HasSubstr("held-out loss 4.1000 (information only, not the score)"));
-  EXPECT_EQ(v.checks[3].evidence, "cpu: 2 thread(s) used of 2 core(s) available");
+  EXPECT_EQ(v.checks[3].evidence, "cpu: 2 thread(s) used of 2 CPU(s) on the machine (2 CPUs online); the job may run on 2");
   EXPECT_THAT(v.checks[4].evidence, HasSubstr("2 shard(s) read"));
   EXPECT_THAT(v.checks[4].evidence, HasSubstr("weights initialised from seed 42"));
 }
@@ -152,7 +154,20 @@ TEST(Gate, FullMachine) {
   e.train.threads_used = 1;
   GateCheck cpu = check_full_machine(e.train);
   EXPECT_FALSE(cpu.passed);
-  EXPECT_EQ(cpu.evidence, "cpu: 1 thread(s) used of 2 core(s) available");
+  EXPECT_EQ(cpu.evidence, "cpu: 1 thread(s) used of 2 CPU(s) on the machine (2 CPUs online); the job may run on 2");
+  // taskset -c 0 ... --threads 1: one thread on the one CPU it may run on is not the machine
+  e.train.cores_available = 1;
+  cpu = check_full_machine(e.train);
+  EXPECT_FALSE(cpu.passed);
+  EXPECT_EQ(cpu.evidence, "cpu: 1 thread(s) used of 2 CPU(s) on the machine (2 CPUs online); the job may run on 1 "
+                          "(its affinity: taskset or the launcher's binding)");
+  // two threads squeezed onto one CPU neither
+  e.train.threads_used = 2;
+  EXPECT_FALSE(check_full_machine(e.train).passed);
+  // a container given 2 CPUs by its quota, on a bigger machine it may run anywhere on: 2 threads pass
+  e.train.cores_available = 16;
+  e.train.machine_cpus_how = "cgroup quota 2.00 CPUs";
+  EXPECT_TRUE(check_full_machine(e.train).passed);
   e.train.backend = "cuda";
   e.train.devices_used = 1;
   e.train.devices_present = 8;
@@ -292,7 +307,7 @@ TEST(Gate, FailedChecksAndFind) {
   GateVerdict v = run_gate(e.train, e.eval, e.pins, rules_for_round(1));
   EXPECT_FALSE(v.eligible);
   EXPECT_EQ(v.failed_checks(), std::vector<std::string>{"full_machine"});
-  EXPECT_EQ(v.find("full_machine")->evidence, "cpu: 1 thread(s) used of 2 core(s) available");
+  EXPECT_EQ(v.find("full_machine")->evidence, "cpu: 1 thread(s) used of 2 CPU(s) on the machine (2 CPUs online); the job may run on 2");
   EXPECT_EQ(v.find("nonexistent"), nullptr);
 }
 
