@@ -39,6 +39,11 @@ struct LabState {
   std::string verdict_rung;
   std::string report_out = "lab-report.html";
   std::string reason;
+  lab::FitLossOptions fit_loss;
+  std::vector<std::string> fit_loss_runs;
+  std::string fit_loss_out = "loss_model.json";
+  lab::PredictOptions predict;
+  std::string predict_model;
 };
 
 void add_ledger_option(CLI::App* cmd, LabState& s) {
@@ -210,6 +215,29 @@ void add_lab_command(CLI::App& app) {
   add_ledger_option(report, s);
   report->add_option("--out", s.report_out, "Output file (default lab-report.html)");
   report->callback([state] { lab::lab_report(state->ledger, state->report_out, std::cout); });
+
+  auto* fit_loss = lab->add_subcommand("fit-loss", "Fit val_bpb = E + A/N^alpha + B/D^beta to runs (the loss model)");
+  add_ledger_option(fit_loss, s);
+  fit_loss->add_option("run_dirs", s.fit_loss_runs, "Run folders (holding result.json)");
+  fit_loss->add_option("--experiment", s.fit_loss.experiment, "Also every usable run of this ledger experiment");
+  fit_loss->add_option("--out", s.fit_loss_out, "The model file to write (default loss_model.json)");
+  fit_loss->callback([state] {
+    state->fit_loss.ledger = state->ledger;
+    state->fit_loss.run_dirs.assign(state->fit_loss_runs.begin(), state->fit_loss_runs.end());
+    state->fit_loss.out = state->fit_loss_out;
+    lab::lab_fit_loss(state->fit_loss, std::cout);
+  });
+
+  auto* predict = lab->add_subcommand("predict", "val_bpb at N matmul parameters and D tokens, from a loss model");
+  predict->add_option("--model", s.predict_model, "The loss model file (lab fit-loss --out)")->required();
+  predict->add_option("--parameters", s.predict.parameters, "N: matmul parameters (every parameter but wte)")
+      ->required();
+  predict->add_option("--tokens", s.predict.tokens, "D: tokens trained")->required();
+  predict->add_flag("--json", s.predict.json, "Print one JSON object");
+  predict->callback([state] {
+    state->predict.model = state->predict_model;
+    lab::lab_predict(state->predict, std::cout);
+  });
 }
 
 }  // namespace ct::cli

@@ -11,6 +11,7 @@
 
 #include "lab/ladder.h"
 #include "lab/ledger.h"
+#include "lab/loss_model.h"
 
 namespace ct::lab {
 
@@ -99,5 +100,24 @@ void lab_show(const fs::path& ledger, int64_t experiment, std::ostream& out);
 
 // lab report: one self-contained HTML page.
 void lab_report(const fs::path& ledger, const fs::path& out_file, std::ostream& out);
+
+struct FitLossOptions {
+  fs::path ledger;                    // read for --experiment
+  std::vector<fs::path> run_dirs;     // run folders (or their result.json)
+  std::optional<int64_t> experiment;  // and/or the runs of this ledger experiment usable for statistics
+  fs::path out = "loss_model.json";
+};
+// lab fit-loss: fits the loss model to the runs (each run folder once), prints the coefficients, the
+// residual and held-out errors and the runs, and writes the model to `out`.
+LossModel lab_fit_loss(const FitLossOptions& options, std::ostream& out);
+
+struct PredictOptions {
+  fs::path model;
+  double parameters = 0;  // N, matmul parameters
+  double tokens = 0;      // D
+  bool json = false;      // one object: parameters, tokens, predicted_val_bpb, interval [low, high], model
+};
+// lab predict: val_bpb at (N, D) from a loss model file, with its interval.
+LossPrediction lab_predict(const PredictOptions& options, std::ostream& out);
 
 }  // namespace ct::lab
