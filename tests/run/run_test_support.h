@@ -61,26 +61,14 @@ inline fs::path write_run_recipe(const fs::path& path, const std::string& run_ex
   return path;
 }
 
-// One of the CPUs this process may run on, chosen by process id (tests running side by side spread).
-inline int one_allowed_cpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus.empty() ? 0 : cpus[static_cast<size_t>(::getpid()) % cpus.size()];
-}
-
-// `clocktrain run RECIPE --data DATA --cache CACHE --out OUT` with small preparation settings, on
-// one core (taskset): the run uses every core it may run on, as the gate's full_machine check
-// requires, and a toy model's steps on two threads of a 2-core machine shared with other jobs spend
-// most of their time waiting for each other. `env`: "NAME=VALUE ..." for the run's environment.
+// `clocktrain run RECIPE --data DATA --cache CACHE --out OUT` with small preparation settings, on every
+// CPU of the machine, as the gate's full_machine check requires (a run narrowed by taskset fails it).
+// Its OpenMP threads sleep when they wait (OMP_WAIT_POLICY=passive): a toy model's steps on a machine
+// shared with other tests would otherwise spend most of their time spinning against each other.
+// `env`: "NAME=VALUE ..." for the run's environment.
 inline CommandResult clocktrain_run(const fs::path& recipe, const fs::path& data, const fs::path& cache,
                                     const fs::path& out, const std::string& more = "", const std::string& env = "") {
-  return run_command("env " + env + " taskset -c " + std::to_string(one_allowed_cpu()) + " " + clocktrain_bin() +
-                     " run " +
-                     recipe.string() + " --data " + data.string() + " --cache " + cache.string() + " --out " +
+  return run_command("env OMP_WAIT_POLICY=passive " + env + " " + clocktrain_bin() + " run " + recipe.string() + " --data " + data.string() + " --cache " + cache.string() + " --out " +
                      out.string() + " --shard-tokens 20000 --heldout-tokens 2000 --no-progress " + more);
 }
 
