@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "util/error.h"
 #include "util/read_guard.h"
@@ -67,14 +68,32 @@ IneligibleRow ineligibility(const BoardInput& in, int round) {
   return row;
 }
 
-bool rank_less(const BoardRow& a, const BoardRow& b) {
+// The commit a result's changed lines were counted against (source_changes.baseline_commit); "" when
+// unknown or not recorded (a result written before clocktrain recorded it).
+std::string baseline_commit_of(const RunResult& r) {
+  const Json& changes = r.extra.contains("source_changes") ? r.extra["source_changes"] : Json();
+  return changes.is_object() && changes.contains("baseline_commit") && changes["baseline_commit"].is_string()
+             ? changes["baseline_commit"].get<std::string>()
+             : "";
+}
+
+// The board's order: score, then parameters, then changed lines, which break a tie only between
+// results counted against the same baseline commit (counts against different commits measure
+// different things). The sort key groups results by commit so that it is a strict weak order;
+// `beats` says whether a ranks above b (rows between which it says neither share a rank).
+auto order_key(const BoardRow& r) {
+  const std::string commit = baseline_commit_of(r.result);
+  const bool counted = r.result.changed_source_lines.has_value() && !commit.empty();
+  return std::make_tuple(r.score, r.result.parameters, !counted, counted ? commit : std::string(),
+                         counted ? *r.result.changed_source_lines : int64_t{0});
+}
+
+bool beats(const BoardRow& a, const BoardRow& b) {
   if (a.score != b.score) return a.score < b.score;
   if (a.result.parameters != b.result.parameters) return a.result.parameters < b.result.parameters;
-  const auto& la = a.result.changed_source_lines;
-  const auto& lb = b.result.changed_source_lines;
-  if (la.has_value() != lb.has_value()) return la.has_value();  // known before unknown
-  if (la && *la != *lb) return *la < *lb;
-  return false;
+  const auto ka = order_key(a), kb = order_key(b);
+  if (std::get<2>(ka) != std::get<2>(kb)) return !std::get<2>(ka);  // counted before unknown
+  return std::get<3>(ka) == std::get<3>(kb) && std::get<4>(ka) < std::get<4>(kb);
 }
 
 }  // namespace
@@ -139,13 +158,13 @@ Board build_board(std::vector<BoardInput> inputs, int round) {
   }
 
   std::stable_sort(board.ranked.begin(), board.ranked.end(), [](const BoardRow& a, const BoardRow& b) {
-    if (rank_less(a, b)) return true;
-    if (rank_less(b, a)) return false;
+    const auto ka = order_key(a), kb = order_key(b);
+    if (ka != kb) return ka < kb;
     if (a.result.name != b.result.name) return a.result.name < b.result.name;
     return a.source < b.source;
   });
   for (size_t i = 0; i < board.ranked.size(); ++i) {
-    bool tied_with_previous = i > 0 && !rank_less(board.ranked[i - 1], board.ranked[i]);
+    bool tied_with_previous = i > 0 && !beats(board.ranked[i - 1], board.ranked[i]);
     board.ranked[i].rank = tied_with_previous ? board.ranked[i - 1].rank : static_cast<int>(i + 1);
   }
   std::stable_sort(board.ineligible.begin(), board.ineligible.end(), [](const IneligibleRow& a, const IneligibleRow& b) {
@@ -153,6 +172,12 @@ Board build_board(std::vector<BoardInput> inputs, int round) {
     return a.source < b.source;
   });
 
+  std::set<std::string> baselines;
+  for (const auto& row : board.ranked)
+    if (const std::string commit = baseline_commit_of(row.result); !commit.empty()) baselines.insert(commit);
+  if (baselines.size() > 1)
+    board.notes.push_back(str("the ranked results counted their changed lines against ", baselines.size(),
+                              " baseline commits: changed lines break ties only between results of one"));
   std::set<double> budgets;
   for (const auto& row : board.ranked) budgets.insert(row.result.budget_seconds);
   if (budgets.size() > 1) {

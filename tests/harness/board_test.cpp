@@ -42,6 +42,22 @@ TEST(Board, Round1RanksByBpbThenParametersThenChangedLines) {
   EXPECT_TRUE(board.notes.empty());
 }
 
+// Changed lines break a tie only between results counted against the same baseline commit.
+TEST(Board, ChangedLinesAgainstAnotherBaselineDoNotBreakATie) {
+  test::TempDir dir;
+  for (const char* name : {"a", "d"}) {
+    Json j = Json::parse(read_file(results_dir() + "/round1/" + name + ".json"));
+    if (std::string(name) == "d") j["source_changes"]["baseline_commit"] = std::string(40, '2');
+    write_file_atomic(dir / (std::string(name) + ".json"), j.dump());
+  }
+  Board board = build_board(load_board_inputs({(dir / "a.json").string(), (dir / "d.json").string()}), 1);
+  // d has 5 lines and a 10, but against another commit: they share the rank
+  EXPECT_EQ(ranks(board)[0].first, 1);
+  EXPECT_EQ(ranks(board)[1].first, 1);
+  ASSERT_EQ(board.notes.size(), 1u);
+  EXPECT_THAT(board.notes[0], HasSubstr("against 2 baseline commits"));
+}
+
 TEST(Board, OrderOfInputsDoesNotMatter) {
   auto forward = load_board_inputs(paths("round1", {"a.json", "b.json", "c.json", "d.json", "e.json", "f"}));
   auto backward = load_board_inputs(paths("round1", {"f", "e.json", "d.json", "c.json", "b.json", "a.json"}));

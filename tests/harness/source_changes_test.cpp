@@ -72,11 +72,51 @@ TEST(SourceChanges, UnknownWithTheReasonNeverANumber) {
   git(repo, "init -q");
   git(repo, "add -A");
   git(repo, "commit -q -m base");
-  const SourceChanges no_rev = count_changed_source_lines(repo, "clocktrain-baseline");
+  const SourceChanges no_rev = count_changed_source_lines(repo, "no-such-tag");
   EXPECT_FALSE(no_rev.lines.has_value());
-  EXPECT_NE(no_rev.why_unknown.find("'clocktrain-baseline' is not in the checkout"), std::string::npos)
+  EXPECT_NE(no_rev.why_unknown.find("'no-such-tag' is not in the checkout"), std::string::npos)
       << no_rev.why_unknown;
   EXPECT_NE(no_rev.why_unknown.find("--baseline REV"), std::string::npos);
+}
+
+// The pinned baseline (BASELINE: one commit) is the default; another revision may be that commit or
+// an ancestor, never a later one such as HEAD, which would hide the tree's own committed changes.
+TEST(SourceChanges, ThePinnedBaselineIsTheDefaultAndALaterOneIsRefused) {
+  test::TempDir dir;
+  const fs::path repo = dir / "repo";
+  put(repo / "src" / "a.cpp", "int a;\n");
+  git(repo, "init -q");
+  git(repo, "add -A");
+  git(repo, "commit -q -m first");
+  put(repo / "src" / "a.cpp", "int a;\nint b;\n");
+  git(repo, "commit -q -am release");
+  const std::string release = test::run_command("git -C " + repo.string() + " rev-parse HEAD").output.substr(0, 40);
+  put(repo / "BASELINE", release + "\n");
+  put(repo / "src" / "mine.cpp", "int mine = 1;\nint more = 2;\n");
+  git(repo, "add -A");
+  git(repo, "commit -q -m submission");  // the submission's own changes, committed
+  const SourceChanges pinned = count_changed_source_lines(repo, kDefaultBaselineRevision);
+  ASSERT_TRUE(pinned.lines.has_value()) << pinned.why_unknown;
+  EXPECT_EQ(*pinned.lines, 2);
+  EXPECT_EQ(pinned.baseline_commit, release);
+  EXPECT_EQ(to_json(pinned)["baseline_commit"], release);
+  // an ancestor of the pinned commit counts more, and is allowed
+  const SourceChanges earlier = count_changed_source_lines(repo, "HEAD~2");
+  ASSERT_TRUE(earlier.lines.has_value()) << earlier.why_unknown;
+  EXPECT_EQ(*earlier.lines, 3);
+  // HEAD (after the pinned commit) is refused, naming both commits
+  const std::string refused = test::error_of([&] { resolve_baseline(repo, "HEAD"); });
+  EXPECT_NE(refused.find("--baseline HEAD"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("is refused"), std::string::npos) << refused;
+  EXPECT_NE(refused.find(release), std::string::npos) << refused;
+  const SourceChanges counted_anyway = count_changed_source_lines(repo, "HEAD");
+  EXPECT_FALSE(counted_anyway.lines.has_value());
+  EXPECT_NE(counted_anyway.why_unknown.find("is refused"), std::string::npos);
+  // a BASELINE that is not a commit hash: unknown, saying so
+  put(repo / "BASELINE", "v1.0\n");
+  const SourceChanges bad_pin = count_changed_source_lines(repo, kDefaultBaselineRevision);
+  EXPECT_FALSE(bad_pin.lines.has_value());
+  EXPECT_NE(bad_pin.why_unknown.find("does not hold the pinned baseline"), std::string::npos) << bad_pin.why_unknown;
 }
 
 TEST(SourceChanges, BlankAndCommentLinesDoNotCount) {

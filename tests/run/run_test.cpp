@@ -321,10 +321,16 @@ TEST(Run, Round2RulesAreEnforced) {
   ASSERT_TRUE(r.core.has_value());
   EXPECT_EQ(r.core->max_per_task, 3);
   EXPECT_FALSE(r.core->full());
-  // The tie-break's count is recorded, or says why not (the test binary's tree has no baseline tag).
+  // The tie-break's count is recorded against the pinned baseline's commit, or says why not (a tree
+  // without git, or a shallow clone without the pinned commit).
   ASSERT_TRUE(r.extra.contains("source_changes"));
-  EXPECT_EQ(r.extra["source_changes"]["baseline"], "clocktrain-baseline");
+  EXPECT_EQ(r.extra["source_changes"]["baseline"], "pinned");
   EXPECT_EQ(r.changed_source_lines.has_value(), r.extra["source_changes"]["lines"].is_number());
+  EXPECT_EQ(r.changed_source_lines.has_value(), r.extra["source_changes"]["baseline_commit"].is_string());
+  if (r.changed_source_lines)
+    EXPECT_EQ(r.extra["source_changes"]["baseline_commit"].get<std::string>().size(), 40u);
+  else
+    EXPECT_FALSE(r.extra["source_changes"]["why_unknown"].get<std::string>().empty());
 }
 
 // The contract of `clocktrain lab run`: it launches `clocktrain run RECIPE ... --out DIR` and records
