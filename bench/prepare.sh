@@ -18,7 +18,7 @@ mkdir -p "$work"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores available, $(free -g | awk '/Mem:/{print $2}') GiB"
 echo "binary:  $("$bin" version | head -1)"
-if [ ! -f "$work/tokenizer/tokenizer.json" ]; then
+if [ ! -f "$work/tokenizer/tokenizer_clocktrain.json" ] && [ ! -f "$work/tokenizer/tokenizer.json" ]; then
   echo "training the tokenizer (vocab 8192, whole corpus) into $work/tokenizer ..."
   start=$(date +%s.%N)
   "$bin" tokenizer train --data "$data" --out "$work/tokenizer" --vocab-size 8192 > "$work/tokenizer-train.log"

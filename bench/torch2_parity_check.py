@@ -68,7 +68,7 @@ def check_checkpoint(args):
                 f.write(json.dumps({"text": text}) + "\n")
         ct = json.loads(subprocess.run([args.clocktrain, "eval", "bpb", args.checkpoint, "--data", tmp, "--json"],
                                        check=True, capture_output=True, text=True).stdout)
-    with open(os.path.join(args.checkpoint, "tokenizer.json")) as f:
+    with open(os.path.join(args.checkpoint, "tokenizer_clocktrain.json")) as f:
         special = set(json.load(f)["special_tokens"].values())
     model = load_checkpoint(args.checkpoint)
     T = model.cfg.sequence_len

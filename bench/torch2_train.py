@@ -49,6 +49,8 @@ def config_json(cfg):
     """The fields of model/config.cpp to_json."""
     return {
         "format": "clocktrain-model-config/1",
+        "model_type": "clocktrain-gpt",
+        "architectures": ["ClocktrainGPT"],
         "vocab_size": cfg.vocab_size,
         "padded_vocab_size": cfg.padded_vocab_size,
         "vocab_pad_multiple": cfg.vocab_pad_multiple,
@@ -69,11 +71,16 @@ def save_checkpoint(model, data_dir, out):
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "model.safetensors"),
                       {name: t.detach().float() for name, t in model.state_dict().items()},
-                      {"format": "clocktrain-model/1", "writer": f"bench/torch2_train.py, torch {torch.__version__}"})
+                      {"format": "pt", "clocktrain_format": "clocktrain-model/1",
+                       "writer": f"bench/torch2_train.py, torch {torch.__version__}"})
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config_json(model.cfg), f, indent=2)
-    for name in ("tokenizer.tiktoken", "tokenizer.json"):
-        shutil.copyfile(os.path.join(data_dir, "tokenizer", name), os.path.join(out, name))
+    tokenizer = os.path.join(data_dir, "tokenizer")
+    shutil.copyfile(os.path.join(tokenizer, "tokenizer.tiktoken"), os.path.join(out, "tokenizer.tiktoken"))
+    json_name = "tokenizer_clocktrain.json"  # tokenizer.json in data folders prepared before the rename
+    source = os.path.join(tokenizer, json_name)
+    shutil.copyfile(source if os.path.exists(source) else os.path.join(tokenizer, "tokenizer.json"),
+                    os.path.join(out, json_name))
 
 
 def main():

@@ -47,7 +47,7 @@ Tokenizer obtain_tokenizer(const PrepareOptions& options, const PrepareSettings&
   namespace fs = std::filesystem;
   if (!options.tokenizer.empty()) return Tokenizer::load(options.tokenizer);
   const fs::path beside = settings.out_dir / "tokenizer";
-  if (fs::exists(beside / "tokenizer.json")) return Tokenizer::load(beside);
+  if (fs::exists(tokenizer_json_path(beside))) return Tokenizer::load(beside);
   std::printf("data prepare: no tokenizer given and none in %s: training one (vocab %d) on %s\n", beside.c_str(),
               options.vocab_size, (settings.data_dir / "corpus").c_str());
   std::fflush(stdout);

@@ -145,7 +145,7 @@ void add_tokenizer_command(CLI::App& app) {
   train->add_option("--data", args->data, "Data folder (default: $CLOCKTRAIN_DATA or ../shared/data)");
   train->add_option("--text-column", args->text_column, "The text column of Parquet corpus files")
       ->capture_default_str();
-  train->add_option("--out", args->out, "Folder to write tokenizer.tiktoken and tokenizer.json into")->required();
+  train->add_option("--out", args->out, "Folder to write tokenizer.tiktoken and tokenizer_clocktrain.json into")->required();
   train->add_option("--vocab-size", args->vocab_size, "Vocabulary size, special tokens included")
       ->check(integer_in(1, std::numeric_limits<int32_t>::max()))
       ->capture_default_str();

@@ -23,7 +23,7 @@ ShardFile open_listed_shard(const std::filesystem::path& path, const ShardRecord
 // and byte offset of the first that does not, and the id. One pass over the mapped tokens.
 void check_shard_token_ids(const ShardFile& shard, const Manifest& manifest);
 
-// <dir>/tokenizer/ (tokenizer.tiktoken, tokenizer.json) is the tokenizer that made the shards: its
+// <dir>/tokenizer/ (tokenizer.tiktoken, tokenizer_clocktrain.json) is the tokenizer that made the shards: its
 // SHA-256 (Tokenizer::sha256, of the canonical text, as prepare records it), vocabulary size and
 // <|bos|> id equal the manifest's.
 void verify_prepared_tokenizer(const std::filesystem::path& dir, const Manifest& manifest);

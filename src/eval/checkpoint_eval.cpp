@@ -13,12 +13,13 @@ EvalCheckpoint load_eval_checkpoint(Backend& backend, const std::filesystem::pat
   check(std::filesystem::is_directory(dir), dir.string(), ": not a checkpoint folder");
   if (guard) {
     if (std::filesystem::exists(dir / kChecksumsFile)) guard->admit(dir / kChecksumsFile);
-    for (const char* name : {"tokenizer.tiktoken", "tokenizer.json", kModelConfigFile, kModelWeightsFile})
-      guard->admit(dir / name);
+    for (const std::filesystem::path& file : {dir / kTokenizerTiktokenFile, tokenizer_json_path(dir), dir / kModelConfigFile,
+                                 dir / kModelWeightsFile})
+      guard->admit(file);
   }
   EvalCheckpoint c;
   c.dir = dir;
-  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"}) verify_file_checksum(dir / name);
+  for (const std::filesystem::path& file : {dir / kTokenizerTiktokenFile, tokenizer_json_path(dir)}) verify_file_checksum(file);
   c.tokenizer = Tokenizer::load(dir);
   c.model = load_model(backend, dir, DType::f32, &c.weights_sha256);
   check(c.model->config().vocab_size == c.tokenizer.vocab_size(), (dir / kModelConfigFile).string(),

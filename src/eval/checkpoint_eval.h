@@ -1,7 +1,7 @@
 #pragma once
 // The evaluators on a saved checkpoint (what `clocktrain eval` and the harness call): the model and
 // its tokenizer come from the checkpoint folder only (config.json, model.safetensors,
-// tokenizer.tiktoken, tokenizer.json), the text from the pinned data.
+// tokenizer.tiktoken, tokenizer_clocktrain.json), the text from the pinned data.
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -31,7 +31,12 @@ void save_model(GPT& model, const std::filesystem::path& dir, const std::map<std
     model.backend().download(host[i].data(), DType::f32, p.value);
     writer.add(p.spec.name, "F32", dims_of(p.spec.shape), host[i].data());
   }
-  writer.set_metadata("format", "clocktrain-model/1");
+  // "format": "pt" is what Hugging Face's loaders (transformers, safetensors' torch helpers) require of a
+  // PyTorch state dict, which this is (nanochat's names, [out, in]); clocktrain's own format string has
+  // its own key. Readers do not need either (files written before this carry "format":
+  // "clocktrain-model/1" and load the same).
+  writer.set_metadata("format", "pt");
+  writer.set_metadata("clocktrain_format", "clocktrain-model/1");
   for (const auto& [k, v] : metadata) writer.set_metadata(k, v);
   writer.write(dir / kModelWeightsFile);
   write_file_atomic(dir / kModelConfigFile, to_json(model.config()).dump(2) + "\n");

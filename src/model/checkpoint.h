@@ -3,7 +3,8 @@
 //   model.safetensors   fp32 weights, nanochat's names and shapes ([out, in]), __metadata__ with the
 //                       format, step and anything the caller adds
 //   config.json         the model's fields (model/config.h to_json)
-//   tokenizer.tiktoken, tokenizer.json   the tokenizer, copied beside them by the trainer
+//   tokenizer.tiktoken, tokenizer_clocktrain.json   the tokenizer, copied beside them by the trainer
+//                       (text/tokenizer.h; older checkpoints hold tokenizer.json)
 //   SHA256SUMS          every other file's SHA-256 (util/folder_checksums.h), written last
 // (the trainer adds training_state.safetensors for resuming and writes SHA256SUMS:
 // train/checkpoint.h). Every file is written atomically. Reading checks each file against

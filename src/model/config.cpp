@@ -71,7 +71,11 @@ double ModelConfig::flops_per_token() const {
 Json to_json(const ModelConfig& c) {
   Json layers = Json::array();
   for (int64_t i = 0; i < c.n_layer; ++i) layers.push_back(c.has_attention(i));
+  // model_type and architectures: the keys by which Hugging Face-style loaders recognise a config.json
+  // (and refuse one they do not know, rather than misread it); clocktrain's own format stays in format.
   return Json{{"format", "clocktrain-model-config/1"},
+              {"model_type", kModelType},
+              {"architectures", Json::array({kModelArchitecture})},
               {"vocab_size", c.vocab_size},
               {"padded_vocab_size", c.padded_vocab_size()},
               {"vocab_pad_multiple", c.vocab_pad_multiple},
@@ -89,12 +93,19 @@ Json to_json(const ModelConfig& c) {
 
 ModelConfig model_config_from_json(const Json& j, const std::string& where) {
   check(j.is_object(), where, ": expected a JSON object");
-  static const std::set<std::string> known = {"format",     "vocab_size", "padded_vocab_size", "vocab_pad_multiple",
-                                              "sequence_len", "n_layer",  "n_embd",           "n_head",
-                                              "n_kv_head",  "mlp_ratio",  "attention_layers", "softcap",
-                                              "rope_base",  "norm_eps"};
+  static const std::set<std::string> known = {"format",     "model_type", "architectures",    "vocab_size",
+                                              "padded_vocab_size", "vocab_pad_multiple", "sequence_len",
+                                              "n_layer",    "n_embd",     "n_head",           "n_kv_head",
+                                              "mlp_ratio",  "attention_layers", "softcap", "rope_base", "norm_eps"};
   for (const auto& [key, value] : j.items())
     check(known.count(key) == 1, where, ": unknown field '", key, "'");
+  // Absent from configs written before they were added; where present they must be clocktrain's.
+  if (j.contains("model_type"))
+    check(j["model_type"] == kModelType, where, ": field 'model_type': expected \"", kModelType, "\", got ",
+          j["model_type"].dump());
+  if (j.contains("architectures"))
+    check(j["architectures"] == Json::array({kModelArchitecture}), where, ": field 'architectures': expected [\"",
+          kModelArchitecture, "\"], got ", j["architectures"].dump());
   ModelConfig c;
   c.vocab_size = json_field<int64_t>(j, "vocab_size", where);
   c.vocab_pad_multiple = json_field_or<int64_t>(j, "vocab_pad_multiple", 64, where);

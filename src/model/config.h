@@ -54,6 +54,9 @@ struct ModelConfig {
 // config.json: nanochat's model_config names (sequence_len, vocab_size, n_layer, n_head,
 // n_kv_head, n_embd) plus clocktrain's fields (mlp_ratio, attention_layers, softcap, rope_base,
 // vocab_pad_multiple, norm_eps, padded_vocab_size).
+// config.json's model_type and architectures (written by to_json, checked where present when read).
+inline constexpr const char* kModelType = "clocktrain-gpt";
+inline constexpr const char* kModelArchitecture = "ClocktrainGPT";
 Json to_json(const ModelConfig& config);
 // Reads a config.json object; `where` names the file in errors. Unknown fields are errors.
 ModelConfig model_config_from_json(const Json& j, const std::string& where);

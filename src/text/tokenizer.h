@@ -3,8 +3,8 @@
 // and the special tokens after them (<|bos|> first). Encoding is deterministic and thread-safe.
 //
 // On disk (a folder): tokenizer.tiktoken (`<base64 token bytes> <rank>` per line, ranks 0..n-1 for
-// the byte tokens and merges) and tokenizer.json (pattern, special tokens and their ids, vocab size),
-// so Python's tiktoken can load it unchanged.
+// the byte tokens and merges) and tokenizer_clocktrain.json (pattern, special tokens and their ids,
+// vocab size), so Python's tiktoken can load it unchanged.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -14,9 +14,19 @@
 
 namespace ct {
 
+// The folder's two files. The JSON file is clocktrain's own, so it is not named tokenizer.json, the
+// name of Hugging Face tokenizers' file (whose loader fails on it); folders written before the rename
+// hold kTokenizerJsonFileBefore, which every reader still takes (tokenizer_json_path).
+inline constexpr const char* kTokenizerTiktokenFile = "tokenizer.tiktoken";
+inline constexpr const char* kTokenizerJsonFile = "tokenizer_clocktrain.json";
+inline constexpr const char* kTokenizerJsonFileBefore = "tokenizer.json";
+// The JSON file of the tokenizer folder `dir`: kTokenizerJsonFile, or the old name where only that
+// exists (the new name where neither does, for the message of a missing file).
+std::filesystem::path tokenizer_json_path(const std::filesystem::path& dir);
+
 class Tokenizer {
  public:
-  // Loads tokenizer.tiktoken + tokenizer.json from a folder. Errors name the file and line.
+  // Loads tokenizer.tiktoken + tokenizer_clocktrain.json (or tokenizer.json) from a folder. Errors name the file and line.
   static Tokenizer load(const std::filesystem::path& dir);
   // The same from the two files' contents (load() reads the files and calls this); errors name
   // `tiktoken_name` or `json_name` and the line or field.

@@ -1,5 +1,5 @@
 // The tokenizer folder: tokenizer.tiktoken (`<base64 bytes> <rank>` per line, ranks 0, 1, 2, ...)
-// and tokenizer.json (pattern, special tokens with ids, vocab size). Loading checks everything and
+// and tokenizer_clocktrain.json (pattern, special tokens with ids, vocab size). Loading checks everything and
 // names the file and line of the first problem.
 #include <charconv>
 
@@ -14,10 +14,12 @@
 
 namespace ct {
 
-namespace {
-constexpr const char* kTiktokenFile = "tokenizer.tiktoken";
-constexpr const char* kJsonFile = "tokenizer.json";
-}  // namespace
+fs::path tokenizer_json_path(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / kTokenizerJsonFile, ec) && fs::exists(dir / kTokenizerJsonFileBefore, ec))
+    return dir / kTokenizerJsonFileBefore;
+  return dir / kTokenizerJsonFile;
+}
 
 std::string Tokenizer::Impl::tiktoken_text() const {
   std::string text;
@@ -83,9 +85,9 @@ std::vector<std::string> parse_tiktoken(std::string_view text, const std::string
 }  // namespace
 
 Tokenizer Tokenizer::load(const fs::path& dir) {
-  const fs::path tiktoken_path = dir / kTiktokenFile, json_path = dir / kJsonFile;
-  check(fs::is_directory(dir), "tokenizer: ", dir.string(), ": not a folder (expected one holding ", kTiktokenFile,
-        " and ", kJsonFile, ")");
+  const fs::path tiktoken_path = dir / kTokenizerTiktokenFile, json_path = tokenizer_json_path(dir);
+  check(fs::is_directory(dir), "tokenizer: ", dir.string(), ": not a folder (expected one holding ",
+        kTokenizerTiktokenFile, " and ", kTokenizerJsonFile, ")");
   check(fs::exists(tiktoken_path), "tokenizer: ", tiktoken_path.string(), ": missing");
   check(fs::exists(json_path), "tokenizer: ", json_path.string(), ": missing");
   return from_file_contents(read_file(tiktoken_path), read_file(json_path), tiktoken_path.string(),
@@ -137,8 +139,8 @@ Tokenizer Tokenizer::from_file_contents(std::string_view tiktoken_text, std::str
 void Tokenizer::save(const fs::path& dir) const {
   check(impl_ != nullptr, "tokenizer: save() before it was loaded or trained");
   ensure_directory(dir);
-  write_file_atomic(dir / kTiktokenFile, impl_->tiktoken_text());
-  write_file_atomic(dir / kJsonFile, impl_->json_text());
+  write_file_atomic(dir / kTokenizerTiktokenFile, impl_->tiktoken_text());
+  write_file_atomic(dir / kTokenizerJsonFile, impl_->json_text());
 }
 
 // The hash of tokenizer.tiktoken's canonical text followed by tokenizer.json's: the same for a

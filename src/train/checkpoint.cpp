@@ -13,6 +13,7 @@
 
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
+#include "text/tokenizer.h"
 #include "util/error.h"
 #include "util/fault_point.h"
 #include "util/files.h"
@@ -145,9 +146,10 @@ void save_training_checkpoint(const fs::path& dir, GPT& model, const Optimizer& 
     const TrainingProgress& p = contents.progress;
     save_model(model, staged, {{"step", std::to_string(p.step)}, {"recipe_sha256", contents.recipe_sha256}});
     fault_point("checkpoint.model_written");
-    if (!tokenizer_dir.empty())
-      for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"})
-        write_file_atomic(staged / name, read_file(tokenizer_dir / name));
+    if (!tokenizer_dir.empty()) {  // under the current names, whichever the data folder's tokenizer has
+      write_file_atomic(staged / kTokenizerTiktokenFile, read_file(tokenizer_dir / kTokenizerTiktokenFile));
+      write_file_atomic(staged / kTokenizerJsonFile, read_file(tokenizer_json_path(tokenizer_dir)));
+    }
 
     SafetensorsWriter writer;
     std::vector<std::vector<float>> host;

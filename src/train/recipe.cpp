@@ -379,6 +379,8 @@ Recipe load_recipe(const std::filesystem::path& path) { return parse_recipe(read
 Json to_json(const Recipe& r) {
   Json model = to_json(r.model);
   model.erase("format");
+  model.erase("model_type");
+  model.erase("architectures");
   model.erase("norm_eps");
   model.erase("padded_vocab_size");
   const OptimizerConfig& o = r.optimizer;

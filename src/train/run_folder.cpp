@@ -13,6 +13,7 @@
 
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/metrics_writer.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/json.h"
@@ -28,8 +29,8 @@ constexpr const char* kRunIdentityFormat = "clocktrain-run-identity/1";
 
 // What a run leaves in its folder (train/trainer.h); anything else there is not the trainer's.
 const std::vector<std::string>& run_record_names() {
-  static const std::vector<std::string> names = {"metrics.jsonl", "train_summary.json", kRunIdentityFile,
-                                                 "checkpoint", "checkpoint.old"};
+  static const std::vector<std::string> names = {"metrics.jsonl", kTensorBoardDir, "train_summary.json",
+                                                 kRunIdentityFile, "checkpoint", "checkpoint.old"};
   return names;
 }
 

@@ -15,6 +15,7 @@
 #include "data/loader.h"
 #include "data/manifest.h"
 #include "data/prepared_folder.h"
+#include "text/tokenizer.h"
 #include "model/gpt.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -177,10 +178,10 @@ void Run::set_up() {
   check(manifest.vocab_size == r.model.vocab_size, manifest_path, ": vocab_size ", manifest.vocab_size,
         " differs from the recipe's model.vocab_size ", r.model.vocab_size, " (", r.source_path, ")");
   tokenizer_dir_ = options_.data_dir / "tokenizer";
-  for (const char* name : {"tokenizer.tiktoken", "tokenizer.json"}) {
-    check(fs::exists(tokenizer_dir_ / name), (tokenizer_dir_ / name).string(),
+  for (const fs::path& file : {tokenizer_dir_ / kTokenizerTiktokenFile, tokenizer_json_path(tokenizer_dir_)}) {
+    check(fs::exists(file), file.string(),
           ": missing (the checkpoint carries the tokenizer; prepare the data folder with `clocktrain data prepare`)");
-    if (options_.read_guard) options_.read_guard->admit(tokenizer_dir_ / name);  // copied into each checkpoint
+    if (options_.read_guard) options_.read_guard->admit(file);  // copied into each checkpoint
   }
   verify_prepared_tokenizer(options_.data_dir, manifest);
   const int64_t T = r.model.sequence_len;

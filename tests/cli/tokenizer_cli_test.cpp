@@ -56,7 +56,7 @@ std::string sha_line(const std::string& output) {
 
 TEST_F(TokenizerCli, TrainWritesBothFilesAndReportsTheRun) {
   EXPECT_TRUE(fs::exists(tok() / "tokenizer.tiktoken"));
-  EXPECT_TRUE(fs::exists(tok() / "tokenizer.json"));
+  EXPECT_TRUE(fs::exists(tok() / "tokenizer_clocktrain.json"));
   EXPECT_THAT(train_result_.output, HasSubstr("vocab size     1000"));
   EXPECT_THAT(train_result_.output, HasSubstr("300000 chars"));
   // The same tokenizer with one thread.

@@ -59,8 +59,8 @@ TEST(PreparedFolder, ATokenizerWithTwoTokensSwappedIsRefused) {
         << message;
     EXPECT_NE(message.find("says the shards were made by " + manifest.tokenizer_sha256), std::string::npos) << message;
   }
-  fs::remove(prepared / "tokenizer" / "tokenizer.json");
-  EXPECT_NE(error_of([&] { verify_prepared_tokenizer(prepared, manifest); }).find("tokenizer.json: missing"),
+  fs::remove(prepared / "tokenizer" / "tokenizer_clocktrain.json");
+  EXPECT_NE(error_of([&] { verify_prepared_tokenizer(prepared, manifest); }).find("tokenizer_clocktrain.json: missing"),
             std::string::npos);
 }
 

@@ -210,7 +210,7 @@ TEST_F(EvalCli, AChangedByteInACheckpointFileIsRefusedNamingTheFile) {
   const std::vector<Damage> damages = {
       {"model.safetensors", -1, 0x80},
       {"config.json", offset_of("config.json", "\n ") + 1, ' ' ^ '\t'},
-      {"tokenizer.json", offset_of("tokenizer.json", ": ") + 1, ' ' ^ '\t'},
+      {"tokenizer_clocktrain.json", offset_of("tokenizer_clocktrain.json", ": ") + 1, ' ' ^ '\t'},
       {"tokenizer.tiktoken", -1, '\n' ^ '\r'},
   };
   const std::string bundle = (test::source_dir() / "tests/data/core_small").string();

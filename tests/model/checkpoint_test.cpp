@@ -231,6 +231,24 @@ TEST(ModelCheckpoint, ANonFiniteWeightIsRefusedNamingTheTensor) {
               HasSubstr("model.safetensors: tensor 'transformer.wte.weight': element [0, 7] (flat index 7) is -inf"));
 }
 
+// config.json carries what a Hugging Face-style loader recognises it by; configs from before load too,
+// and another model's type is refused, naming the field.
+TEST(ModelConfigLimits, ModelTypeAndArchitecturesAreWrittenCheckedAndOptional) {
+  Json j = to_json(test::tiny_config());
+  EXPECT_EQ(j["model_type"], "clocktrain-gpt");
+  EXPECT_EQ(j["architectures"], Json::array({"ClocktrainGPT"}));
+  EXPECT_EQ(to_json(model_config_from_json(j, "config.json")), j);
+  j.erase("model_type");
+  j.erase("architectures");
+  EXPECT_EQ(model_config_from_json(j, "config.json").n_layer, test::tiny_config().n_layer);
+  j["model_type"] = "llama";
+  EXPECT_THAT(error_of([&] { model_config_from_json(j, "config.json"); }),
+              HasSubstr("config.json: field 'model_type': expected \"clocktrain-gpt\", got \"llama\""));
+  j.erase("model_type");
+  j["architectures"] = Json::array({"GPT2LMHeadModel"});
+  EXPECT_THAT(error_of([&] { model_config_from_json(j, "config.json"); }), HasSubstr("field 'architectures'"));
+}
+
 // Fields beyond the limits would overflow the parameter count (int64) or ask for huge rotary tables.
 TEST(ModelConfigLimits, FieldsBeyondTheLimitsAreRefused) {
   Json j = to_json(test::tiny_config());

@@ -41,10 +41,17 @@ def bpe(piece, ranks):
     return [ranks[p] for p in parts]
 
 
+def tokenizer_json(folder):
+    """The folder's JSON file: tokenizer_clocktrain.json, or tokenizer.json in folders written before the rename
+    (src/text/tokenizer.h)."""
+    path = Path(folder) / "tokenizer_clocktrain.json"
+    return path if path.exists() or not (Path(folder) / "tokenizer.json").exists() else Path(folder) / "tokenizer.json"
+
+
 class ReferenceEncoding:
     def __init__(self, folder):
         import regex
-        meta = json.loads((Path(folder) / "tokenizer.json").read_text())
+        meta = json.loads(tokenizer_json(folder).read_text())
         self.pattern = regex.compile(meta["pattern"])
         self.ranks = load_ranks(Path(folder) / "tokenizer.tiktoken")
 
@@ -60,7 +67,7 @@ class ReferenceEncoding:
 def tiktoken_encoding(folder):
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
-    meta = json.loads((Path(folder) / "tokenizer.json").read_text())
+    meta = json.loads(tokenizer_json(folder).read_text())
     return tiktoken.Encoding(name="clocktrain", pat_str=meta["pattern"],
                              mergeable_ranks=load_tiktoken_bpe(str(Path(folder) / "tokenizer.tiktoken")),
                              special_tokens=meta["special_tokens"])

@@ -9,7 +9,7 @@ with tests/python/compare_core_dumps.py.
 
 Tokenizer (one of):
   --toy-tokenizer        the word-level stand-in of tests/eval/eval_fakes.h (ToyEncoder)
-  --tokenizer DIR        a clocktrain tokenizer folder (tokenizer.tiktoken + tokenizer.json), encoded
+  --tokenizer DIR        a clocktrain tokenizer folder (tokenizer.tiktoken + tokenizer_clocktrain.json), encoded
                          here with a plain-Python byte-pair merge (tiktoken's algorithm)
 Model (one of):
   --fake-model hash --max-len N   the deterministic fake of tests/eval/eval_fakes.h (HashFakeScorer)
@@ -137,7 +137,10 @@ class BpeTokenizer:
                 if line.strip():
                     token, rank = line.split()
                     self.ranks[base64.b64decode(token)] = int(rank)
-        with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        json_path = os.path.join(folder, "tokenizer_clocktrain.json")  # tokenizer.json before the rename
+        if not os.path.exists(json_path):
+            json_path = os.path.join(folder, "tokenizer.json")
+        with open(json_path, encoding="utf-8") as f:
             meta = json.load(f)
         self.pattern = regex.compile(meta["pattern"])
         specials = meta["special_tokens"]

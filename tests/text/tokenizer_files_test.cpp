@@ -51,14 +51,14 @@ class TokenizerFiles : public ::testing::Test {
   void SetUp() override {
     test::small_tokenizer().save(dir_.path() / "good");
     tiktoken_ = read_file(dir_.path() / "good/tokenizer.tiktoken");
-    json_ = read_file(dir_.path() / "good/tokenizer.json");
+    json_ = read_file(dir_.path() / "good" / kTokenizerJsonFile);
   }
   // A copy of the good folder with one file replaced.
   fs::path variant(const std::string& name, const std::string* tiktoken, const std::string* json) {
     fs::path d = dir_.path() / name;
     fs::create_directories(d);
     write_file_atomic(d / "tokenizer.tiktoken", tiktoken ? *tiktoken : tiktoken_);
-    write_file_atomic(d / "tokenizer.json", json ? *json : json_);
+    write_file_atomic(d / kTokenizerJsonFile, json ? *json : json_);
     return d;
   }
   fs::path with_tiktoken_lines(const std::string& name, const std::vector<std::string>& lines) {
@@ -202,18 +202,18 @@ TEST_F(TokenizerFiles, OneHugeTokenLoadsQuickly) {
 
 TEST_F(TokenizerFiles, BadJsonIsNamed) {
   Json j = Json::parse(json_);
-  EXPECT_THAT(load_error(with_json("syntax", "{\"pattern\": ")), AllOf(HasSubstr("tokenizer.json"), HasSubstr("invalid JSON")));
+  EXPECT_THAT(load_error(with_json("syntax", "{\"pattern\": ")), AllOf(HasSubstr("tokenizer_clocktrain.json"), HasSubstr("invalid JSON")));
   {
     Json bad = j;
     bad["pattern"] = "\\w+";
     EXPECT_THAT(load_error(with_json("pattern", bad.dump())),
-                AllOf(HasSubstr("tokenizer.json"), HasSubstr("field 'pattern'")));
+                AllOf(HasSubstr("tokenizer_clocktrain.json"), HasSubstr("field 'pattern'")));
   }
   {
     Json bad = j;
     bad["special_tokens"]["<|end|>"] = 5000;
     EXPECT_THAT(load_error(with_json("special", bad.dump())),
-                AllOf(HasSubstr("tokenizer.json"), HasSubstr("'<|end|>': id 5000 is not in [1022, 1024)")));
+                AllOf(HasSubstr("tokenizer_clocktrain.json"), HasSubstr("'<|end|>': id 5000 is not in [1022, 1024)")));
   }
   {
     Json bad = j;
@@ -241,8 +241,26 @@ TEST_F(TokenizerFiles, MissingFilesAreNamed) {
   fs::path d = dir_.path() / "half";
   fs::create_directories(d);
   write_file_atomic(d / "tokenizer.tiktoken", tiktoken_);
-  EXPECT_THAT(load_error(d), AllOf(HasSubstr("tokenizer.json"), HasSubstr("missing")));
+  EXPECT_THAT(load_error(d), AllOf(HasSubstr("tokenizer_clocktrain.json"), HasSubstr("missing")));
   EXPECT_THAT(load_error(dir_.path() / "nowhere"), HasSubstr("not a folder"));
+}
+
+TEST_F(TokenizerFiles, AFolderWithTheOldJsonNameStillLoadsAndANewSaveUsesTheNewName) {
+  // Not tokenizer.json: Hugging Face tokenizers' file of that name is another format.
+  EXPECT_FALSE(fs::exists(dir_.path() / "good" / "tokenizer.json"));
+  const fs::path old = dir_.path() / "old";
+  fs::create_directories(old);
+  write_file_atomic(old / "tokenizer.tiktoken", tiktoken_);
+  write_file_atomic(old / "tokenizer.json", json_);
+  EXPECT_EQ(tokenizer_json_path(old), old / "tokenizer.json");
+  EXPECT_EQ(Tokenizer::load(old).sha256(), Tokenizer::load(dir_.path() / "good").sha256());
+  // An error in it names the old file.
+  write_file_atomic(old / "tokenizer.json", "{");
+  EXPECT_THAT(load_error(old), HasSubstr("old/tokenizer.json"));
+  // Where both are present the new name is read.
+  write_file_atomic(old / kTokenizerJsonFile, json_);
+  EXPECT_EQ(tokenizer_json_path(old), old / kTokenizerJsonFile);
+  EXPECT_NO_THROW(Tokenizer::load(old));
 }
 
 TEST(Base64, RoundTripsAndRejectsNonCanonicalText) {

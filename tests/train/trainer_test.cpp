@@ -64,8 +64,13 @@ TEST_F(TrainerTest, RunByStepsLearnsAndWritesRecords) {
   EXPECT_TRUE(result.last_eval_loss > 0);
   // the checkpoint folder: model, config, tokenizer files, training state
   const fs::path ckpt = scratch_.path() / "a" / "checkpoint";
-  for (const char* f : {"model.safetensors", "config.json", "tokenizer.tiktoken", "tokenizer.json", "training_state.safetensors"})
+  for (const char* f : {"model.safetensors", "config.json", "tokenizer.tiktoken", "tokenizer_clocktrain.json",
+                        "training_state.safetensors"})
     EXPECT_TRUE(fs::exists(ckpt / f)) << f;
+  // Safetensors' own "format": "pt" (a PyTorch state dict), clocktrain's format under its own key.
+  const SafetensorsFile weights(ckpt / "model.safetensors");
+  EXPECT_EQ(weights.metadata_value("format"), "pt");
+  EXPECT_EQ(weights.metadata_value("clocktrain_format"), "clocktrain-model/1");
   EXPECT_EQ(load_model_config(ckpt).vocab_size, 257);
   EXPECT_TRUE(fs::exists(scratch_.path() / "a" / "train_summary.json"));
   ASSERT_FALSE(result.shards_read.empty());
@@ -253,7 +258,7 @@ TEST_F(TrainerTest, ReadGuardRecordsEveryFileTheTrainerOpens) {
   ASSERT_TRUE(train(o).ok());
   std::set<std::string> names;
   for (const std::string& path : guard.opened()) names.insert(fs::path(path).filename().string());
-  for (const char* f : {"manifest.json", "train_000.bin", "heldout_000.bin", "tokenizer.json", "tokenizer.tiktoken"})
+  for (const char* f : {"manifest.json", "train_000.bin", "heldout_000.bin", "tokenizer_clocktrain.json", "tokenizer.tiktoken"})
     EXPECT_EQ(names.count(f), 1u) << f;
   for (const std::string& n : names) EXPECT_EQ(n.find("val_"), std::string::npos) << n;
   EXPECT_TRUE(guard.refused().empty());

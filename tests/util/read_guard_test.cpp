@@ -36,14 +36,14 @@ TEST(ReadGuard, RecordsAdmittedFilesOnceInOrder) {
   ReadGuard guard;
   guard.forbid_pinned_evaluation_data(data.layout);
   auto train = data.layout.corpus() / "train_000.jsonl.zst";
-  auto other = data.dir / "tokenizer.json";
+  auto other = data.dir / "tokenizer_clocktrain.json";
   EXPECT_EQ(guard.admit(train), fs::canonical(train));
   guard.admit(other);
   guard.admit(train);
   auto opened = guard.opened();
   ASSERT_EQ(opened.size(), 2u);
   EXPECT_EQ(opened[0], fs::canonical(train).string());
-  EXPECT_EQ(opened[1], (fs::canonical(data.dir.path()) / "tokenizer.json").string());
+  EXPECT_EQ(opened[1], (fs::canonical(data.dir.path()) / "tokenizer_clocktrain.json").string());
   EXPECT_TRUE(guard.refused().empty());
 }
 
