@@ -61,7 +61,7 @@ struct TokenizerFiles {
 
 TokenizerFiles saved_files(const ct::Tokenizer& tokenizer, const fs::path& scratch) {
   tokenizer.save(scratch);
-  return {ct::read_file(scratch / "tokenizer.tiktoken"), ct::read_file(scratch / "tokenizer.json")};
+  return {ct::read_file(scratch / "tokenizer.tiktoken"), ct::read_file(ct::tokenizer_json_path(scratch))};
 }
 
 void text_seeds(const fs::path& scratch) {
