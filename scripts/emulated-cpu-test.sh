@@ -43,7 +43,7 @@ run() {
   echo "== $binary: passed in $((SECONDS - start)) s"
 }
 # One whole training run (30 steps of the tests' tiny model, held-out evaluations, the checkpoint):
-# the trainer's tests take ~20 minutes emulated, this one ~2.5. The emulated tests keep about one core
+# the trainer's tests take ~20 minutes emulated, this one ~2.7 (on the Zen 4 of 2026-12-07). The emulated tests keep about one core
 # busy, so the training run goes beside the others (its output follows theirs).
 train_log=$(mktemp)
 run test_train "TrainerTest.RunByStepsLearnsAndWritesRecords" > "$train_log" 2>&1 &
