@@ -15,15 +15,6 @@
 namespace ct {
 namespace {
 
-std::string error_of(const std::string& toml) {
-  try {
-    parse_recipe(toml, "bad.toml");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 Recipe at_depth(int64_t depth, const std::string& more = "") {
   return parse_recipe(str("[model]\ndepth = ", depth, "\n", more), "depth.toml");
 }
@@ -110,45 +101,45 @@ TEST(DepthRule, WidthRoundsToTheBackendsMultiple) {
   EXPECT_EQ(at_depth(3).model.n_embd, 256);  // 192 -> a multiple of 128 (head_dim) on either backend
   EXPECT_EQ(backend_width_multiple("cpu", "x"), 64);
   EXPECT_EQ(backend_width_multiple("cuda", "x"), 128);
-  EXPECT_NE(error_of("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n")
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n")
                 .find("bad.toml:4: field 'backend.name': the depth rule rounds the width for \"cpu\" (64) or \"cuda\" "
                       "(128), got \"tpu\""),
             std::string::npos)
-      << error_of("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n");
+      << test::recipe_error("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n");
 }
 
 TEST(DepthRule, DerivedFieldsBesideDepthAreRefusedNamingBoth) {
   for (const std::string field : {"n_layer = 4", "n_embd = 256", "n_head = 2", "n_kv_head = 2"}) {
-    const std::string message = error_of("[model]\ndepth = 4\n" + field + "\n");
+    const std::string message = test::recipe_error("[model]\ndepth = 4\n" + field + "\n");
     const std::string name = field.substr(0, field.find(' '));
     EXPECT_NE(message.find("bad.toml:3: field 'model." + name + "': not with 'model.depth', which derives it"),
               std::string::npos)
         << message;
   }
-  EXPECT_NE(error_of("[batch]\ntokens_per_step = 8192\n[model]\ndepth = 4\n")
+  EXPECT_NE(test::recipe_error("[batch]\ntokens_per_step = 8192\n[model]\ndepth = 4\n")
                 .find("bad.toml:2: field 'batch.tokens_per_step': not with 'model.depth'"),
             std::string::npos);
-  EXPECT_NE(error_of("[model]\ndepth = 4\n[run]\nsteps = 10\n")
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 4\n[run]\nsteps = 10\n")
                 .find("bad.toml:4: field 'run.steps': not with 'model.depth', which derives the horizon from "
                       "'run.tokens_per_parameter'"),
             std::string::npos);
   for (const std::string field : {"[model]\naspect_ratio = 32", "[model]\nhead_dim = 64", "[run]\ntokens_per_parameter = 8"}) {
-    const std::string message = error_of(field + "\n");
+    const std::string message = test::recipe_error(field + "\n");
     EXPECT_NE(message.find("bad.toml:2: field '"), std::string::npos) << message;
     EXPECT_NE(message.find("': only with 'model.depth'"), std::string::npos) << message;
   }
-  EXPECT_NE(error_of("[model]\ndepth = 0\n").find("bad.toml:2: field 'model.depth': expected an integer from 1 to 4096, got 0"),
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 0\n").find("bad.toml:2: field 'model.depth': expected an integer from 1 to 4096, got 0"),
             std::string::npos);
-  EXPECT_NE(error_of("[model]\ndepth = 4\nhead_dim = 33\n").find("field 'model.head_dim': expected an even integer"),
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 4\nhead_dim = 33\n").find("field 'model.head_dim': expected an even integer"),
             std::string::npos);
-  EXPECT_NE(error_of("[model]\ndepth = 4\naspect_ratio = 0\n").find("field 'model.aspect_ratio'"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 4\naspect_ratio = 0\n").find("field 'model.aspect_ratio'"), std::string::npos);
   for (const char* ratio : {"0", "-1.0", "1e300", "nan"})
-    EXPECT_NE(error_of(str("[model]\ndepth = 4\n[run]\ntokens_per_parameter = ", ratio, "\n"))
+    EXPECT_NE(test::recipe_error(str("[model]\ndepth = 4\n[run]\ntokens_per_parameter = ", ratio, "\n"))
                   .find("bad.toml:4: field 'run.tokens_per_parameter': expected a positive number up to 1e6"),
               std::string::npos)
         << ratio;
   // The derived batch must still split into the file's micro-batches (depth 1: 16 rows of 1024).
-  EXPECT_NE(error_of("[model]\ndepth = 1\n[batch]\nmicro_batch_rows = 32\n").find("field 'batch.micro_batch_rows'"),
+  EXPECT_NE(test::recipe_error("[model]\ndepth = 1\n[batch]\nmicro_batch_rows = 32\n").find("field 'batch.micro_batch_rows'"),
             std::string::npos);
 }
 

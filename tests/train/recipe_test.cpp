@@ -4,18 +4,10 @@
 
 #include "test_support.h"
 #include "train/recipe.h"
+#include "train/train_test_support.h"
 
 namespace ct {
 namespace {
-
-std::string error_of(const std::string& toml) {
-  try {
-    parse_recipe(toml, "bad.toml");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Recipe, BaselineFileIsTheModelMdDefaults) {
   Recipe file = load_recipe(test::source_dir() / "recipes" / "baseline.toml");
@@ -45,23 +37,23 @@ TEST(Recipe, ShippedRecipesParse) {
 }
 
 TEST(Recipe, ErrorsNameFileLineAndField) {
-  EXPECT_NE(error_of("[model]\nn_layers = 3\n").find("bad.toml:2: field 'model.n_layers': unknown field"),
+  EXPECT_NE(test::recipe_error("[model]\nn_layers = 3\n").find("bad.toml:2: field 'model.n_layers': unknown field"),
             std::string::npos)
-      << error_of("[model]\nn_layers = 3\n");
-  EXPECT_NE(error_of("[model]\nn_layer = \"ten\"\n").find("field 'model.n_layer': expected an integer"), std::string::npos);
-  EXPECT_NE(error_of("[models]\nn_layer = 3\n").find("field 'models': unknown field"), std::string::npos);
-  EXPECT_NE(error_of("[batch]\ntokens_per_step = 1000\n").find("field 'batch.tokens_per_step'"), std::string::npos);
-  EXPECT_NE(error_of("[run]\nnan_policy = \"ignore\"\n").find("field 'run.nan_policy'"), std::string::npos);
-  EXPECT_NE(error_of("[model]\nn_layer = 2\nattention_layers = [true]\n").find("'attention_layers'"), std::string::npos);
-  EXPECT_NE(error_of("[optimizer]\nmuon_ns_coefficients = [1, 2]\n").find("field 'optimizer.muon_ns_coefficients'"),
+      << test::recipe_error("[model]\nn_layers = 3\n");
+  EXPECT_NE(test::recipe_error("[model]\nn_layer = \"ten\"\n").find("field 'model.n_layer': expected an integer"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[models]\nn_layer = 3\n").find("field 'models': unknown field"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[batch]\ntokens_per_step = 1000\n").find("field 'batch.tokens_per_step'"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[run]\nnan_policy = \"ignore\"\n").find("field 'run.nan_policy'"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[model]\nn_layer = 2\nattention_layers = [true]\n").find("'attention_layers'"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nmuon_ns_coefficients = [1, 2]\n").find("field 'optimizer.muon_ns_coefficients'"),
             std::string::npos);
-  EXPECT_NE(error_of("[model\n").find("bad.toml:1"), std::string::npos) << error_of("[model\n");
-  EXPECT_NE(error_of("model = 3\n").find("field 'model': expected a table"), std::string::npos);
-  EXPECT_NE(error_of("[backend]\nmatmul_precision = \"fp16\"\n")
+  EXPECT_NE(test::recipe_error("[model\n").find("bad.toml:1"), std::string::npos) << test::recipe_error("[model\n");
+  EXPECT_NE(test::recipe_error("model = 3\n").find("field 'model': expected a table"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[backend]\nmatmul_precision = \"fp16\"\n")
                 .find("bad.toml:2: field 'backend.matmul_precision': expected \"auto\", \"f32\" or \"bf16\", got \"fp16\""),
             std::string::npos)
-      << error_of("[backend]\nmatmul_precision = \"fp16\"\n");
-  EXPECT_NE(error_of("[backend]\nmatmul_precision = 16\n").find("field 'backend.matmul_precision': expected a string"),
+      << test::recipe_error("[backend]\nmatmul_precision = \"fp16\"\n");
+  EXPECT_NE(test::recipe_error("[backend]\nmatmul_precision = 16\n").find("field 'backend.matmul_precision': expected a string"),
             std::string::npos);
 }
 
@@ -89,7 +81,7 @@ TEST(Recipe, AttentionKernelsDefaultToAutoAndTheCpuRefusesTheCudaOnes) {
   }
   EXPECT_NE(recipe_hash(parse_recipe("[backend]\nattention = \"auto\"\n", "a.toml")),
             recipe_hash(parse_recipe("[backend]\nattention = \"cudnn\"\n", "b.toml")));
-  const std::string misspelt = error_of("[backend]\nattention = \"flash2\"\n");
+  const std::string misspelt = test::recipe_error("[backend]\nattention = \"flash2\"\n");
   EXPECT_NE(misspelt.find("bad.toml:2: field 'backend.attention': expected \"auto\", \"flash\", \"cudnn\" or "
                           "\"reference\", got \"flash2\""),
             std::string::npos)
@@ -123,7 +115,7 @@ TEST(Recipe, DebugFaultInjectionIsRecordedOnlyWhenSet) {
   EXPECT_EQ(nan.debug_nan_loss_at_step, 3);
   EXPECT_EQ(to_json(nan)["debug"]["nan_loss_at_step"], 3);
   EXPECT_NE(recipe_hash(plain), recipe_hash(nan));
-  EXPECT_NE(error_of("[debug]\nnan_loss_at_step = -1\n").find("debug.nan_loss_at_step"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[debug]\nnan_loss_at_step = -1\n").find("debug.nan_loss_at_step"), std::string::npos);
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ extern char** environ;
 
 namespace ct::test {
 
+// The error parse_recipe gives for `toml` (read as bad.toml), or "" when it parses.
+inline std::string recipe_error(const std::string& toml) {
+  return error_of([&] { parse_recipe(toml, "bad.toml"); });
+}
+
 inline fs::path make_test_data(const fs::path& root) {
   const std::vector<std::string> subjects = {"the cat", "a dog", "my friend", "the old man", "her sister", "the bird"};
   const std::vector<std::string> verbs = {"sees", "likes", "finds", "follows", "calls", "meets"};
