@@ -135,8 +135,9 @@ GateCheck check_full_machine(const TrainEvidence& t) {
     c.evidence = "the backend was not recorded";
   } else if (t.backend == "cpu") {
     // Every CPU the machine was given, not only those an affinity mask (taskset, a launcher's binding)
-    // left this process: the job must be able to run on all of them, one thread each.
-    c.passed = t.machine_cpus > 0 && t.threads_used == t.machine_cpus && t.cores_available >= t.machine_cpus;
+    // left this process: the job must be able to run on all of them, with a thread for each (more
+    // threads than a container's CPU quota, as the default gives there, still use every CPU it has).
+    c.passed = t.machine_cpus > 0 && t.threads_used >= t.machine_cpus && t.cores_available >= t.machine_cpus;
     c.evidence = str("cpu: ", t.threads_used, " thread(s) used of ", t.machine_cpus, " CPU(s) on the machine (",
                      t.machine_cpus_how, "); the job may run on ", t.cores_available);
     if (t.cores_available < t.machine_cpus) c.evidence += " (its affinity: taskset or the launcher's binding)";

@@ -164,10 +164,15 @@ TEST(Gate, FullMachine) {
   // two threads squeezed onto one CPU neither
   e.train.threads_used = 2;
   EXPECT_FALSE(check_full_machine(e.train).passed);
-  // a container given 2 CPUs by its quota, on a bigger machine it may run anywhere on: 2 threads pass
+  // a container given 2 CPUs by its quota, on a bigger machine it may run anywhere on: 2 threads pass,
+  // and so do the default's 16 (one per CPU of its affinity); 1 does not
   e.train.cores_available = 16;
   e.train.machine_cpus_how = "cgroup quota 2.00 CPUs";
   EXPECT_TRUE(check_full_machine(e.train).passed);
+  e.train.threads_used = 16;
+  EXPECT_TRUE(check_full_machine(e.train).passed);
+  e.train.threads_used = 1;
+  EXPECT_FALSE(check_full_machine(e.train).passed);
   e.train.backend = "cuda";
   e.train.devices_used = 1;
   e.train.devices_present = 8;
