@@ -6,7 +6,9 @@
 #   scripts/fuzz.sh one TARGET [SECONDS]    one target (default 600 seconds)
 #
 # Environment: FUZZ_PARALLEL (targets run at once, default: the number of cores), FUZZ_TARGETS
-# (a space-separated subset), JOBS (build jobs, default 2).
+# (a space-separated subset), FUZZ_RUNS (stop each target after this many executions, or at SECONDS,
+# whichever comes first: the deep runs of docs/reliability.md use 10000000 and 14400), JOBS (build
+# jobs, default 2).
 # Each target starts from its seeds (fuzz/corpus/<target>/) plus, in local mode, the inputs it found
 # in earlier local runs (build/fuzz/corpus/<target>/). A finding -- a crash, a sanitizer report, an
 # exception other than ct::Error, a broken invariant, an input slower than 10 s, more than 2 GiB of
@@ -64,6 +66,7 @@ run_target() {
   max_len=$((2 * largest > 8192 ? 2 * largest : 8192))
   local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512
               -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$findings/")
+  [ -z "${FUZZ_RUNS:-}" ] || args+=(-runs="$FUZZ_RUNS")
   if [ -f "fuzz/dict/$t.dict" ]; then
     # A line '#include NAME' in a dictionary stands for fuzz/dict/NAME.dict (e.g. the JSON tokens).
     awk '/^#include /{while ((getline line < ("fuzz/dict/" $2 ".dict")) > 0) print line; next} {print}' \
