@@ -208,9 +208,10 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   }
   check(!o.evaluator_binary.empty(), "run: the evaluator binary was not given");
   // The tie-break's baseline: a refused one (a commit after the pinned baseline) fails now, not after
-  // training; one git cannot resolve is recorded as unknown at the end, with the reason.
+  // training; the lines are counted against this commit at the end (unknown, with the reason, when git
+  // cannot resolve it).
   const fs::path source_dir = o.source_dir.empty() ? fs::path(kSourceDir) : o.source_dir;
-  resolve_baseline(source_dir, o.baseline_revision);
+  const ResolvedBaseline baseline = resolve_baseline(source_dir, o.baseline_revision);
   RunOutcome out;
   out.run_dir = o.out_dir.empty() ? fs::path("runs") / (recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S")) : o.out_dir;
   // Data parallel: rank 0 writes the run folder (the others may start after it has begun there).
@@ -360,7 +361,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   r.device.peak_flops = backend->peak_flops();
   r.device.matmul_ceiling_flops = backend->matmul_ceiling_flops();
   // The tie-break: source lines changed against the baseline (unknown, with the reason, when git cannot say).
-  const SourceChanges changes = count_changed_source_lines(source_dir, o.baseline_revision);
+  const SourceChanges changes = count_changed_source_lines(source_dir, o.baseline_revision, baseline);
   r.changed_source_lines = changes.lines;
   r.extra["source_changes"] = to_json(changes);  // with why_unknown when the count is null
   r.extra["train_stop"] = Json{{"reason", stop_reason_name(training.result.stop_reason)}, {"error", training.error}};

@@ -94,16 +94,21 @@ ResolvedBaseline resolve_baseline(const fs::path& source_dir, const std::string&
 }
 
 SourceChanges count_changed_source_lines(const fs::path& source_dir, const std::string& baseline) {
-  SourceChanges c;
-  c.baseline = baseline;
-  std::string out;
-  const std::string dir = source_dir.string();
   ResolvedBaseline resolved;
   try {
     resolved = resolve_baseline(source_dir, baseline);
   } catch (const Error& e) {
     resolved.why_unknown = e.what();  // refused (clocktrain run checks it before training)
   }
+  return count_changed_source_lines(source_dir, baseline, resolved);
+}
+
+SourceChanges count_changed_source_lines(const fs::path& source_dir, const std::string& baseline,
+                                         const ResolvedBaseline& resolved) {
+  SourceChanges c;
+  c.baseline = baseline;
+  std::string out;
+  const std::string dir = source_dir.string();
   if (resolved.commit.empty()) {
     c.why_unknown = resolved.why_unknown;
     return c;

@@ -50,6 +50,10 @@ struct SourceChanges {
 };
 
 SourceChanges count_changed_source_lines(const std::filesystem::path& source_dir, const std::string& baseline);
+// The same against a baseline resolved already (clocktrain run resolves it before training, and counts
+// against that commit after).
+SourceChanges count_changed_source_lines(const std::filesystem::path& source_dir, const std::string& baseline,
+                                         const ResolvedBaseline& resolved);
 
 // Whether `line` (one line of a file named `path`) counts: not blank and not a comment.
 bool counts_as_source_line(const std::string& path, const std::string& line);
