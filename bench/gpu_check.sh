@@ -24,6 +24,8 @@
 #             then without graphs, with fp8 MLP products, eager with every op timed, and with
 #             cuDNN's attention (--attention cudnn) graphed and op-timed (140 s)
 #   torch     bench/torch_gpu_reference.py: the same model in PyTorch + torch.compile    (160 s)
+#   plan      clocktrain plan --backend cuda: the candidate depths' step times here and the plan for
+#             30 minutes on this GPU (docs/plan.md), if time is left; appended to train.log (70 s)
 #   sanitizer compute-sanitizer memcheck over a few kernels, only if time is left         (45 s)
 #   report    the table, printed LAST: tokens/s, step time, MFU vs 989 TFLOP/s and vs the
 #             measured matmul peak, memory, clocktrain vs PyTorch
@@ -226,6 +228,18 @@ fi
 # ---- torch ----
 stage torch 160 env PYTHONUNBUFFERED=1 python3 bench/torch_gpu_reference.py --steps 15 --warmup 3 --json "$work/torch.json"
 
+# ---- plan ----
+# The planner on the device (docs/plan.md; issue 43, item 5): the candidate depths' step times on this
+# GPU and the plan for 30 minutes of training clock here, by the committed loss model. Its JSON (the
+# last line of plan.log) is a table of step times: `clocktrain plan --step-times` replans from it on
+# any machine.
+if [ -x "$bin/clocktrain" ] && [ -f recipes/loss_model.json ]; then
+  stage plan 70 "$bin/clocktrain" plan --budget 1800 --backend cuda --depths 8,10,12,14,16,20,26 \
+    --measure-seconds 50 --model recipes/loss_model.json --out "$work/planned-gpu.toml" --json
+else
+  echo "stage plan: skipped (no clocktrain in the bundle or no recipes/loss_model.json)" | tee -a "$status_file"
+fi
+
 # ---- sanitizer (optional) ----
 if command -v compute-sanitizer >/dev/null && [ "$(left)" -gt 75 ]; then
   stage sanitizer 45 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test_backend_cuda" \
@@ -237,6 +251,8 @@ fi
 # ---- report (printed last) ----
 # (at most 8 files come back from $OUT: env and libs share one)
 cat "$work/env.log" "$work/libs.log" >"$OUT/setup.log" 2>/dev/null
+# and the plan rides at the end of train.log
+[ -f "$work/plan.log" ] && cat "$work/plan.log" >>"$work/train.log"
 for name in parity ops train torch sanitizer; do
   [ -f "$work/$name.log" ] && cp "$work/$name.log" "$OUT/$name.log"
 done

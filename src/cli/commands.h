@@ -17,5 +17,6 @@ void add_sample_command(CLI::App& app);
 void add_board_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_lab_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 
 }  // namespace ct::cli

@@ -28,15 +28,8 @@ struct BpbArgs {
   BackendArgs backend;
 };
 
-// The folder of an output file must take it: checked before minutes of evaluation, not after.
-void check_out_file_writable(const std::string& option, const std::string& file) {
-  if (file.empty()) return;
-  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
-  check_writable_folder(parent.empty() ? std::filesystem::path(".") : parent, option + " " + file + ":");
-}
-
 void run_bpb(const BpbArgs& args) {
-  check_out_file_writable("--out", args.out);
+  check_out_file_writable("--out", args.out);  // before minutes of evaluation, not after
   const DataLayout layout{resolve_data_dir(args.data)};
   auto backend = make_backend(args.backend);
   // The evaluator reads the checkpoint and the pinned validation documents, nothing else.
@@ -117,7 +110,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 void run_core(const CoreArgs& args) {
-  check_out_file_writable("--out", args.out);
+  check_out_file_writable("--out", args.out);  // before minutes of evaluation, not after
   check_out_file_writable("--dump-prompts", args.dump_prompts);
   const std::filesystem::path bundle =
       args.bundle.empty() ? DataLayout{resolve_data_dir(args.data)}.eval_bundle() : std::filesystem::path(args.bundle);

@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   ct::cli::add_board_command(app);
   ct::cli::add_report_command(app);
   ct::cli::add_lab_command(app);
+  ct::cli::add_plan_command(app);
   if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), unknown.c_str());
     return 1;

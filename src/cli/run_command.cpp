@@ -5,11 +5,15 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/number_options.h"
 #include "harness/gate.h"
 #include "harness/run_pipeline.h"
+#include "lab/planner.h"
+#include "util/clock.h"
+#include "util/files.h"
 #include "util/child_process.h"
 #include "util/data_dir.h"
 #include "util/error.h"
@@ -37,7 +41,37 @@ struct RunArgs {
   bool no_progress = false;
   double log_every_seconds = RunPipelineOptions{}.log_every_seconds;
   int64_t log_every_steps = RunPipelineOptions{}.log_every_steps;
+  bool plan = false;
+  std::string plan_backend = "cpu", plan_model;
+  std::vector<int64_t> plan_depths;
 };
+
+// The round's budget when --budget is not given: round 1's 30 minutes, round 2's 4 hours (docs/run.md).
+double round_budget_seconds(int round) { return round == 2 ? 4 * 3600.0 : 1800.0; }
+
+// `run --plan`: plans the recipe for the budget (lab/planner.h) and points the run at it. The
+// planned recipe goes to RUN_DIR/planned.toml (RUN_DIR defaults to runs/<the planned name>-<UTC time>);
+// the plan goes to result.json's "plan", its time to the startup.
+void plan_the_run(const RunArgs& a, bool budget_given, RunPipelineOptions& o) {
+  check(a.recipe.empty(), "clocktrain run: --plan plans the recipe; give no RECIPE (got ", a.recipe, ")");
+  lab::PlanOptions p;
+  p.budget_seconds = budget_given ? a.budget : round_budget_seconds(a.round);
+  p.backend = a.plan_backend;
+  p.threads = o.threads.value_or(0);
+  p.loss_model = a.plan_model;
+  p.depths = a.plan_depths;
+  if (!o.out_dir.empty()) check_writable_folder(o.out_dir, "--out");  // before the planner's minute
+  const lab::Plan plan = lab::plan_recipe(p, std::cout);
+  std::cout << lab::plan_table(plan) << std::flush;
+  if (o.out_dir.empty())
+    o.out_dir = std::filesystem::path("runs") / (plan.recipe.name + "-" + utc_text(unix_seconds(), "%Y%m%d-%H%M%S"));
+  o.recipe_path = o.out_dir / "planned.toml";
+  ensure_directory(o.out_dir);
+  write_file_atomic(o.recipe_path, plan.recipe_toml);
+  o.plan = lab::plan_to_json(plan, o.recipe_path.string());
+  o.planning_seconds = plan.planning_seconds;
+  o.budget_seconds = p.budget_seconds;
+}
 
 void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_given) {
   RunPipelineOptions o;
@@ -60,6 +94,7 @@ void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_
   o.progress = !a.no_progress;
   o.log_every_seconds = a.log_every_seconds;
   o.log_every_steps = a.log_every_steps;
+  if (a.plan) plan_the_run(a, budget_given, o);
   // Data parallel (mpirun, torchrun): rank 0 speaks for the job; the others train silently (errors still print).
   std::ostream discard(nullptr);  // no buffer: every write is dropped
   const bool rank0 = launched_as_rank0();
@@ -90,7 +125,15 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand(
       "run", "The timed run: prepare data, train against the clock, evaluate, gate, result.json (docs/run.md)");
-  cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml")->required();
+  cmd->add_option("recipe", args->recipe, "Recipe file (TOML), e.g. recipes/cpu-small.toml (not with --plan)");
+  cmd->add_flag("--plan", args->plan,
+                "Plan the recipe for the budget on this machine first (clocktrain plan; docs/plan.md): the planning "
+                "counts as startup");
+  auto* plan_backend = cmd->add_option("--plan-backend", args->plan_backend, "With --plan: the backend to plan for")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  auto* plan_model = cmd->add_option("--plan-model", args->plan_model,
+                  "With --plan: the loss model (default: recipes/loss_model.json of the source tree)");
   auto* budget = cmd->add_option("--budget", args->budget,
                                  "Training-clock budget in seconds: a timed run (default: the recipe's; round 2: 4 h, "
                                  "except in a practice run)")
@@ -128,7 +171,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-progress", args->no_progress,
                 "No progress: neither status lines (on a terminal) nor progress lines (otherwise)");
   add_log_every_options(cmd, args->log_every_seconds, args->log_every_steps);
-  cmd->callback([args, budget, seed, threads] {
+  auto* plan_depths = cmd->add_option("--plan-depths", args->plan_depths, "With --plan: the candidate depths")
+                          ->delimiter(',')
+                          ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->callback([args, budget, seed, threads, plan_backend, plan_model, plan_depths] {
+    check(args->plan || !args->recipe.empty(), "clocktrain run: give a RECIPE, or --plan to plan one");
+    check(args->plan || (plan_backend->count() == 0 && plan_model->count() == 0 && plan_depths->count() == 0),
+          "clocktrain run: --plan-backend, --plan-model and --plan-depths go with --plan");
     run_run(*args, budget->count() > 0, seed->count() > 0, threads->count() > 0);
   });
 }

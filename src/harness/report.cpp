@@ -314,6 +314,51 @@ std::string scores_section(const RunResult& r) {
   return out + "</section>";
 }
 
+// `clocktrain run --plan` (docs/plan.md): the plan's prediction beside the measured val_bpb, and its
+// candidates. Fields of the wrong type are shown as missing, not trusted.
+std::string plan_section(const RunResult& r) {
+  if (!r.extra.contains("plan") || !r.extra["plan"].is_object()) return "";
+  const Json& p = r.extra["plan"];
+  auto number = [](const Json& j, const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::nan("");
+  };
+  auto fixed = [](double x, int decimals) { return std::isfinite(x) ? format_fixed(x, decimals) : std::string("-"); };
+  const double predicted = number(p, "predicted_val_bpb");
+  double low = std::nan(""), high = std::nan("");
+  if (p.contains("interval") && p["interval"].is_array() && p["interval"].size() == 2 && p["interval"][0].is_number() &&
+      p["interval"][1].is_number()) {
+    low = p["interval"][0].get<double>();
+    high = p["interval"][1].get<double>();
+  }
+  std::string verdict = "not scored";
+  if (r.val_bpb && std::isfinite(low))
+    verdict = *r.val_bpb >= low && *r.val_bpb <= high ? "inside the interval" : "outside the interval";
+  std::string out = "<section id=\"plan\"><h2>Plan</h2><dl class=\"kv\">";
+  out += "<dt>depth</dt><dd>" + esc(fixed(number(p, "depth"), 0)) + "</dd>";
+  out += "<dt>predicted val_bpb</dt><dd>" + esc(fixed(predicted, 4) + " [" + fixed(low, 4) + ", " + fixed(high, 4) + "]") +
+         "</dd>";
+  out += "<dt>measured val_bpb</dt><dd>" + esc((r.val_bpb ? format_fixed(*r.val_bpb, 4) : "-") + ", " + verdict) + "</dd>";
+  const double planning = number(p, "planning_seconds");
+  out += "<dt>planning</dt><dd>" + esc(std::isfinite(planning) ? format_duration(planning) : "-") +
+         " (counted as startup)</dd>";
+  out += "</dl>";
+  if (p.contains("candidates") && p["candidates"].is_array()) {
+    out += "<table><thead><tr><th class=\"num\">depth</th><th class=\"num\">parameters</th><th class=\"num\">step s</th>"
+           "<th class=\"num\">tokens planned</th><th class=\"num\">predicted val_bpb</th></tr></thead><tbody>";
+    for (const Json& c : p["candidates"]) {
+      if (!c.is_object()) continue;
+      out += "<tr><td class=\"num\">" + esc(fixed(number(c, "depth"), 0)) + "</td><td class=\"num\">" +
+             esc(fixed(number(c, "parameters"), 0)) + "</td><td class=\"num\">" + esc(fixed(number(c, "step_seconds"), 3)) +
+             "</td><td class=\"num\">" + esc(fixed(number(c, "tokens"), 0)) + "</td><td class=\"num\">" +
+             esc(fixed(number(c, "predicted_val_bpb"), 4)) + "</td></tr>";
+    }
+    out += "</tbody></table>";
+  }
+  out += "<p class=\"muted\">The planner's prediction from the loss model (docs/plan.md); the interval is the largest "
+         "held-out error of its fit. Tokens trained: " + esc(format_count(r.tokens)) + ".</p></section>";
+  return out;
+}
+
 std::string events_section(const MetricsLog& m) {
   if (m.events.empty()) return "";
   std::string out = "<section id=\"events\"><h2>Events</h2><table><thead><tr><th class=\"num\">step</th>"
@@ -403,6 +448,7 @@ std::string render_report_html(const ReportInputs& in) {
   if (in.result) {
     out += gate_section(*in.result);
     out += scores_section(*in.result);
+    out += plan_section(*in.result);
   }
   out += events_section(in.metrics);
   out += recipe_section(in);

@@ -157,6 +157,7 @@ void fill_run_identity(RunResult& r, const RunPipelineOptions& o, const Recipe& 
   r.environment = capture_environment();
   r.run_dir = run_dir.string();
   r.created_unix = unix_seconds();
+  if (!o.plan.is_null()) r.extra["plan"] = o.plan;  // `clocktrain run --plan`: what the recipe came from
 }
 
 // A run whose backend could not start: result.json records why (the gate, with no evidence, fails
@@ -332,14 +333,15 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       out.notes.push_back(e.what());
     }
   }
-  const TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite, job_cores);
+  TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite, job_cores);
+  train_ev.startup_seconds += o.planning_seconds;
   const DataPins pins = data_pins(prepared, guard);
 
   RunResult& r = out.result;
   fill_run_identity(r, o, recipe, out.run_dir);
   r.parameters = training.result.parameters;
   r.train_clock_seconds = training.result.train_clock_seconds;
-  r.startup_seconds = training.result.startup_seconds;
+  r.startup_seconds = training.result.startup_seconds + o.planning_seconds;
   r.steps = training.result.steps;
   r.tokens = training.result.tokens;
   if (evaluation.evidence.val_bpb && std::isfinite(*evaluation.evidence.val_bpb)) r.val_bpb = *evaluation.evidence.val_bpb;

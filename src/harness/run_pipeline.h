@@ -18,6 +18,7 @@
 
 #include "harness/result.h"
 #include "harness/source_changes.h"
+#include "util/json.h"
 #include "train/trainer.h"
 
 namespace ct {
@@ -47,6 +48,11 @@ struct RunPipelineOptions {
   // Progress lines of the training when stdout is not a terminal (train/trainer.h TrainOptions).
   double log_every_seconds = kDefaultLogEverySeconds;
   int64_t log_every_steps = 0;
+  // `clocktrain run --plan` (lab/planner.h, docs/plan.md): the plan the recipe came from, recorded as
+  // result.json's "plan" (null: none), and the seconds planning took, counted as startup (inside the
+  // startup cap), since the planner's timing ran before the trainer's clock.
+  Json plan;
+  double planning_seconds = 0;
 };
 
 struct RunOutcome {

@@ -54,6 +54,12 @@ void ensure_directory(const fs::path& dir) {
   check(!ec, dir.string(), ": cannot create folder: ", ec.message());
 }
 
+void check_out_file_writable(const std::string& option, const std::string& file) {
+  if (file.empty()) return;
+  const fs::path parent = fs::path(file).parent_path();
+  check_writable_folder(parent.empty() ? fs::path(".") : parent, option + " " + file + ":");
+}
+
 void check_writable_folder(const fs::path& dir, const std::string& what) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -48,6 +48,9 @@ void ensure_directory(const fs::path& dir);
 // removes a probe file in it. The error names `what` (e.g. "--out"), the folder and the system's
 // reason (Read-only file system, Permission denied, No space left on device).
 void check_writable_folder(const fs::path& dir, const std::string& what);
+// The same for the folder an output file goes to (the current folder for a bare name); "" passes.
+// The error names the option and the file ("--out runs/x/bpb.json: ...").
+void check_out_file_writable(const std::string& option, const std::string& file);
 
 // Bytes an unprivileged writer may still use on the file system holding `path` (statvfs f_bavail),
 // or of its nearest existing parent when `path` does not exist yet.
