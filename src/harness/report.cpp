@@ -157,7 +157,8 @@ std::string charts_section(const ReportInputs& in) {
     mfu.push_back(s.mfu);
   }
   std::vector<double> eval_clock, eval_loss;
-  for (const auto& e : m.evals) eval_clock.push_back(e.clock_seconds), eval_loss.push_back(e.loss);
+  for (const auto& e : m.evals)
+    if (e.split == "heldout") eval_clock.push_back(e.clock_seconds), eval_loss.push_back(e.loss);
   std::vector<ChartMarker> budget;
   if (in.result) budget.push_back({in.result->budget_seconds, "budget"});
 

@@ -15,6 +15,7 @@
 #include "harness/report.h"
 #include "clocktrain_version.h"
 #include "model/checkpoint.h"
+#include "train/metrics_writer.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
 #include "train/run_folder.h"
@@ -331,6 +332,25 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       evaluation.evidence.trainer_last_heldout_loss = last_heldout_loss(metrics);
     } catch (const std::exception& e) {
       out.notes.push_back(e.what());
+    }
+  }
+  // The trusted val_bpb beside the trainer's curves, after the gate has read the trainer's own log: a
+  // row {"kind": "eval", "split": "val", "val_bpb", "loss" (nats per token)} at the last step, which
+  // the event files show as eval/val_bpb and eval/val_loss (docs/run-records.md).
+  if (logged_nonfinite && evaluation.val && evaluation.evidence.val_bpb && std::isfinite(*evaluation.evidence.val_bpb) &&
+      evaluation.val->tokens > 0) {
+    try {
+      MetricsWriter(out.run_dir / kMetricsFileName, -1)
+          .write(OrderedJson{{"kind", "eval"},
+                             {"step", training.result.steps},
+                             {"tokens", training.result.tokens},
+                             {"clock_seconds", training.result.train_clock_seconds},
+                             {"split", "val"},
+                             {"loss", evaluation.val->nats / evaluation.val->tokens},
+                             {"val_bpb", *evaluation.evidence.val_bpb},
+                             {"source", "clocktrain eval bpb"}});
+    } catch (const std::exception& e) {
+      out.notes.push_back(str("the val_bpb row of ", kMetricsFileName, " was not written: ", e.what()));
     }
   }
   TrainEvidence train_ev = train_evidence(recipe, *backend, training, guard, logged_nonfinite, job_cores);

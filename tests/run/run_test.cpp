@@ -61,6 +61,18 @@ TEST(Run, NormalRunPassesEveryCheckAndTheSecondRunReusesThePreparedData) {
     EXPECT_TRUE(path.find("/checkpoint/") != std::string::npos || path.find("/data/val/") != std::string::npos) << path;
   }
 
+  // The trusted val_bpb is the log's last row, and a scalar of the TensorBoard event file.
+  const std::string log = read_file(tmp / "run1" / "metrics.jsonl");
+  const Json last = Json::parse(log.substr(log.rfind('\n', log.size() - 2) + 1));
+  EXPECT_EQ(last["kind"], "eval");
+  EXPECT_EQ(last["split"], "val");
+  EXPECT_DOUBLE_EQ(last["val_bpb"].get<double>(), *r.val_bpb);
+  EXPECT_EQ(last["step"], 12);
+  bool tagged = false;
+  for (const auto& entry : fs::directory_iterator(tmp / "run1" / "tensorboard"))
+    tagged |= read_file(entry.path()).find("eval/val_bpb") != std::string::npos;
+  EXPECT_TRUE(tagged);
+
   const std::string html = read_file(tmp / "run1" / "report.html");
   EXPECT_NE(html.find("trusted_evaluation"), std::string::npos);
   EXPECT_TRUE(fs::exists(tmp / "run1" / "recipe.toml"));
