@@ -36,7 +36,7 @@ TEST(Metrics, DocumentedExamplesParse) {
   std::string text;
   size_t pos = 0;
   int blocks = 0;
-  while ((pos = doc.find("```json\n", pos)) != std::string::npos && blocks < 3) {
+  while ((pos = doc.find("```json\n", pos)) != std::string::npos && blocks < 4) {
     size_t end = doc.find("```", pos + 8);
     Json record = Json::parse(doc.substr(pos + 8, end - pos - 8));  // multi-line in the doc
     text += record.dump() + "\n";
@@ -45,7 +45,9 @@ TEST(Metrics, DocumentedExamplesParse) {
   }
   MetricsLog log = parse_metrics_jsonl(text, "run-records.md");
   EXPECT_EQ(log.train.size(), 1u);
-  EXPECT_EQ(log.evals.size(), 1u);
+  ASSERT_EQ(log.evals.size(), 2u);  // the periodic held-out loss, then clocktrain run's trusted val_bpb
+  EXPECT_EQ(log.evals[0].split, "heldout");
+  EXPECT_EQ(log.evals[1].split, "val");
   EXPECT_EQ(log.events.size(), 1u);
   EXPECT_EQ(log.skipped_unknown_kind, 0);
   // Every documented record carries its wall-clock time.
