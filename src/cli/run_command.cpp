@@ -60,7 +60,11 @@ void plan_the_run(const RunArgs& a, bool budget_given, RunPipelineOptions& o) {
   p.threads = o.threads.value_or(0);
   p.loss_model = a.plan_model;
   p.depths = a.plan_depths;
-  if (!o.out_dir.empty()) check_writable_folder(o.out_dir, "--out");  // before the planner's minute
+  if (!o.out_dir.empty()) {  // before the planner's minute, and before planned.toml lands in another run's folder
+    check(!std::filesystem::exists(o.out_dir) || std::filesystem::is_empty(o.out_dir), "--out ", o.out_dir.string(),
+          ": --plan writes the planned recipe into the run folder, and this one is not empty; choose a new --out");
+    check_writable_folder(o.out_dir, "--out");
+  }
   const lab::Plan plan = lab::plan_recipe(p, std::cout);
   std::cout << lab::plan_table(plan) << std::flush;
   if (o.out_dir.empty())

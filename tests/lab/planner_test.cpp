@@ -245,6 +245,14 @@ TEST_F(Planner, RunPlanPlansTrainsAndRecordsThePlan) {
   EXPECT_NE(html.find("predicted val_bpb"), std::string::npos);
   EXPECT_NE(html.find("the interval"), std::string::npos);
 
+  // A folder that is not empty (here: the run just made) is refused before any planning or writing.
+  const std::string before = read_file(out / "planned.toml");
+  const auto again = ct::test::run_command(run + "--plan --budget 2 --plan-depths 1 --plan-model " + model_.string() +
+                                           " --out " + out.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.output.find("this one is not empty; choose a new --out"), std::string::npos) << again.output;
+  EXPECT_EQ(read_file(out / "planned.toml"), before);
+
   // --plan plans the recipe: one given beside it is refused, and the plan's options need --plan.
   const auto both = ct::test::run_command(run + "--plan recipes/tiny.toml --out " + (dir_.path() / "x").string());
   EXPECT_EQ(both.exit_code, 1);
