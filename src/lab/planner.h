@@ -78,8 +78,9 @@ using StepTimer = std::function<std::optional<double>(const Recipe& recipe)>;
 std::string candidate_recipe_toml(int64_t depth, double budget_seconds, const std::string& backend, int threads,
                                   const std::string& comment);
 
-// Measures step times on a backend made once for the candidates' [backend]: for each recipe, one
-// warm-up step then steps until a second has passed (at most 3), on random tokens; the median.
+// Measures step times on a backend made once for the candidates' [backend]: for each recipe, its
+// startup_steps (at least one) unmeasured, as the training clock leaves them out, then steps until a
+// second has passed (at most 3), on random tokens; the median.
 class MeasuredStepTimer {
  public:
   explicit MeasuredStepTimer(const Recipe& first_candidate);
@@ -103,7 +104,8 @@ RecordedStepTimes read_step_times(const std::filesystem::path& path);
 // The plan. `timer` gives each candidate's step time; candidates are taken in increasing depth and
 // measuring stops when (a) two measured depths in a row predict worse than the best so far (the
 // law is convex in the depth once the tokens fall), or (b) the next one's estimated measuring time
-// (3 x its step, scaled from the last by FLOPs per step) would pass options.measure_seconds.
+// ((startup_steps + 2) x its step, scaled from the last by FLOPs per step) would pass
+// options.measure_seconds.
 // Progress goes to `log`. Errors: no loss model, a budget <= 0, no candidate measured.
 Plan make_plan(const PlanOptions& options, const StepTimer& timer, const std::string& device, std::ostream& log);
 
