@@ -84,78 +84,44 @@ void Backend::check_kernel_dtype(const char* op, const char* arg, const Tensor& 
   (void)op, (void)arg, (void)t;
 }
 
-// Host transfers and the value slots are not timed (the ops they wait for are).
-void Backend::upload(const Tensor& dst, const void* host, DType host_dtype) {
-  const OpFrame frame(*this);
-  op_contract::upload(dst, host, host_dtype);
-  do_upload(dst, host, host_dtype);
-}
-
-void Backend::download(void* host, DType host_dtype, const Tensor& src) {
-  const OpFrame frame(*this);
-  op_contract::download(host, host_dtype, src);
-  do_download(host, host_dtype, src);
-}
-
-void Backend::fill(const Tensor& x, double value) {
-  const op_timing::Scope timing("fill");
-  const OpFrame frame(*this);
-  op_contract::fill(x, value);
-  do_fill(x, value);
-}
-
-void Backend::copy(const Tensor& dst, const Tensor& src) {
-  const op_timing::Scope timing("copy");
-  const OpFrame frame(*this);
-  op_contract::copy(dst, src);
-  do_copy(dst, src);
-}
-
-void Backend::axpby(const Tensor& y, double alpha, const Tensor& x, double beta) {
-  const op_timing::Scope timing("axpby");
-  const OpFrame frame(*this);
-  check_kernel_dtype("axpby", "y", y);
-  op_contract::axpby(y, x);
-  do_axpby(y, alpha, x, beta);
-}
-
-void Backend::scale(const Tensor& x, double factor) {
-  const op_timing::Scope timing("scale");
-  const OpFrame frame(*this);
-  check_kernel_dtype("scale", "x", x);
-  op_contract::float_tensor("scale", x);
-  do_scale(x, factor);
-}
-
-double Backend::sum(const Tensor& x) {
-  const op_timing::Scope timing("sum");
-  const OpFrame frame(*this);
-  check_kernel_dtype("sum", "x", x);
-  op_contract::float_tensor("sum", x);
-  return do_sum(x);
-}
-
-double Backend::sum_squares(const Tensor& x) {
-  const op_timing::Scope timing("sum_squares");
-  const OpFrame frame(*this);
-  check_kernel_dtype("sum_squares", "x", x);
-  op_contract::float_tensor("sum_squares", x);
-  return do_sum_squares(x);
-}
-
-void Backend::sum_to_slot(int slot, const Tensor& x, bool accumulate) {
-  const OpFrame frame(*this);
-  check_kernel_dtype("sum_to_slot", "x", x);
-  op_contract::value_slot("sum_to_slot", slot, x);
-  do_sum_to_slot(slot, x, accumulate);
-}
-
-void Backend::sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) {
-  const OpFrame frame(*this);
-  check_kernel_dtype("sum_squares_to_slot", "x", x);
-  op_contract::value_slot("sum_squares_to_slot", slot, x);
-  do_sum_squares_to_slot(slot, x, accumulate);
-}
+// The public ops of ops.def's bodies `timed`, `untimed`, `timed_any_dtype` and `untimed_any_dtype`.
+#define CT_OP(Ret, name, params, args, main, kernel, body) CT_BACKEND_OP_BODY_##body(Ret, name, params, args, main)
+#define CT_BACKEND_OP_BODY_timed(Ret, name, params, args, main) \
+  Ret Backend::name params {                                    \
+    const op_timing::Scope timing(#name);                       \
+    const OpFrame frame(*this);                                 \
+    check_kernel_dtype(#name, #main, main);                     \
+    op_contract::name args;                                     \
+    return do_##name args;                                      \
+  }
+#define CT_BACKEND_OP_BODY_untimed(Ret, name, params, args, main) \
+  Ret Backend::name params {                                      \
+    const OpFrame frame(*this);                                   \
+    check_kernel_dtype(#name, #main, main);                       \
+    op_contract::name args;                                       \
+    return do_##name args;                                        \
+  }
+#define CT_BACKEND_OP_BODY_timed_any_dtype(Ret, name, params, args, main) \
+  Ret Backend::name params {                                              \
+    const op_timing::Scope timing(#name);                                 \
+    const OpFrame frame(*this);                                           \
+    op_contract::name args;                                               \
+    return do_##name args;                                                \
+  }
+#define CT_BACKEND_OP_BODY_untimed_any_dtype(Ret, name, params, args, main) \
+  Ret Backend::name params {                                                \
+    const OpFrame frame(*this);                                             \
+    op_contract::name args;                                                 \
+    return do_##name args;                                                  \
+  }
+#define CT_BACKEND_OP_BODY_by_hand(Ret, name, params, args, main)
+#include "backend/ops.def"
+#undef CT_OP
+#undef CT_BACKEND_OP_BODY_timed
+#undef CT_BACKEND_OP_BODY_untimed
+#undef CT_BACKEND_OP_BODY_timed_any_dtype
+#undef CT_BACKEND_OP_BODY_untimed_any_dtype
+#undef CT_BACKEND_OP_BODY_by_hand
 
 // gemm is timed by its shape, known once the contract holds.
 void Backend::gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
@@ -173,143 +139,6 @@ void Backend::linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor&
   check_kernel_dtype("gemm", "a", x);
   op_contract::gemm(x, w, y, false, true);
   do_linear_forward_fp8(x, w, y, beta);
-}
-
-void Backend::embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
-  const op_timing::Scope timing("embedding_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("embedding_forward", "table", table);
-  op_contract::embedding_forward(out, tokens, table);
-  do_embedding_forward(out, tokens, table);
-}
-
-void Backend::embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
-  const op_timing::Scope timing("embedding_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("embedding_backward", "dtable_acc", dtable_acc);
-  op_contract::embedding_backward(dtable_acc, dout, tokens);
-  do_embedding_backward(dtable_acc, dout, tokens);
-}
-
-void Backend::rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
-  const op_timing::Scope timing("rmsnorm_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("rmsnorm_forward", "x", x);
-  op_contract::rmsnorm_forward(y, rstd, x);
-  do_rmsnorm_forward(y, rstd, x, eps);
-}
-
-void Backend::rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
-  const op_timing::Scope timing("rmsnorm_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("rmsnorm_backward", "y", y);
-  op_contract::rmsnorm_backward(dx_acc, dy, y, rstd);
-  do_rmsnorm_backward(dx_acc, dy, y, rstd);
-}
-
-void Backend::rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                  const Tensor& sin, int64_t pos_offset, double eps) {
-  const op_timing::Scope timing("rope_qknorm_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("rope_qknorm_forward", "x", x);
-  op_contract::rope_qknorm_forward(y, rstd, x, cos, sin, pos_offset);
-  do_rope_qknorm_forward(y, rstd, x, cos, sin, pos_offset, eps);
-}
-
-void Backend::rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                                   const Tensor& cos, const Tensor& sin, int64_t pos_offset) {
-  const op_timing::Scope timing("rope_qknorm_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("rope_qknorm_backward", "y", y);
-  op_contract::rope_qknorm_backward(dx_out, dy, y, rstd, cos, sin, pos_offset);
-  do_rope_qknorm_backward(dx_out, dy, y, rstd, cos, sin, pos_offset);
-}
-
-void Backend::attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                                const Tensor& v, double scale) {
-  const op_timing::Scope timing("attention_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("attention_forward", "q", q);
-  op_contract::attention_forward(out, lse, q, k, v);
-  do_attention_forward(out, lse, q, k, v, scale);
-}
-
-void Backend::attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                                 const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                                 const Tensor& k, const Tensor& v, double scale) {
-  const op_timing::Scope timing("attention_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("attention_backward", "q", q);
-  op_contract::attention_backward(dq_out, dk_out, dv_out, dout, out, lse, q, k, v);
-  do_attention_backward(dq_out, dk_out, dv_out, dout, out, lse, q, k, v, scale);
-}
-
-void Backend::relu2_forward(const Tensor& y, const Tensor& x) {
-  const op_timing::Scope timing("relu2_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("relu2_forward", "x", x);
-  op_contract::relu2_forward(y, x);
-  do_relu2_forward(y, x);
-}
-
-void Backend::relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
-  const op_timing::Scope timing("relu2_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("relu2_backward", "x", x);
-  op_contract::relu2_backward(dx_out, dy, x);
-  do_relu2_backward(dx_out, dy, x);
-}
-
-void Backend::softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                            const Tensor& targets, double softcap) {
-  const op_timing::Scope timing("softcap_cross_entropy_forward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("softcap_cross_entropy_forward", "logits", logits);
-  op_contract::cross_entropy_forward(losses, argmax, logits, targets, softcap);
-  do_softcap_cross_entropy_forward(losses, argmax, logits, targets, softcap);
-}
-
-void Backend::softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
-                                             double softcap, double loss_scale) {
-  const op_timing::Scope timing("softcap_cross_entropy_backward");
-  const OpFrame frame(*this);
-  check_kernel_dtype("softcap_cross_entropy_backward", "logits", logits);
-  op_contract::cross_entropy_backward(dlogits_out, logits, targets, softcap);
-  do_softcap_cross_entropy_backward(dlogits_out, logits, targets, softcap, loss_scale);
-}
-
-void Backend::softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                          const Tensor& targets, double softcap, double loss_scale) {
-  const op_timing::Scope timing("softcap_cross_entropy_fused");
-  const OpFrame frame(*this);
-  check_kernel_dtype("softcap_cross_entropy_fused", "logits", logits);
-  op_contract::cross_entropy_fused(losses, dlogits_out, logits, targets, softcap);
-  do_softcap_cross_entropy_fused(losses, dlogits_out, logits, targets, softcap, loss_scale);
-}
-
-void Backend::adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                           double beta1, double beta2, double eps, double weight_decay, int64_t step) {
-  const op_timing::Scope timing("adamw_update");
-  const OpFrame frame(*this);
-  check_kernel_dtype("adamw_update", "param", param);
-  op_contract::adamw_update(param, grad, m, v, beta1, beta2, step);
-  do_adamw_update(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step);
-}
-
-void Backend::muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) {
-  const op_timing::Scope timing("muon_momentum");
-  const OpFrame frame(*this);
-  check_kernel_dtype("muon_momentum", "grad", grad);
-  op_contract::muon_momentum(u_out, buf, grad);
-  do_muon_momentum(u_out, buf, grad, mu);
-}
-
-void Backend::newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) {
-  const op_timing::Scope timing("newton_schulz");
-  const OpFrame frame(*this);
-  check_kernel_dtype("newton_schulz", "g", g);
-  op_contract::newton_schulz("newton_schulz", x_out, g, steps);
-  do_newton_schulz(x_out, g, steps, a, b, c);
 }
 
 void Backend::newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,

@@ -13,7 +13,7 @@
 // - A backend supports the dtypes it documents; an unsupported combination is a ct::Error that names
 //   the op and the dtypes, never a silent conversion.
 //
-// One contract for every backend: the ops below are not virtual. Each checks its arguments against
+// One contract for every backend: the ops (listed once, in ops.def) are not virtual. Each checks its arguments against
 // the op's contract (op_contract.h: dtypes, ranks, shapes, aliasing, scalar ranges, the same rules
 // and messages on every backend), opens the op's timing scope (op_timing.h) and reports a failure to
 // the backend's graph region (op_failed), then calls the backend's kernel: the protected virtual
@@ -75,78 +75,32 @@ class Backend {
   // Zero-initialised memory of the given shape and dtype.
   virtual Tensor allocate(const Shape& shape, DType dtype) = 0;
   virtual void release(Tensor& tensor) = 0;
-  // Host <-> backend copies. The host side has dtype host_dtype (f32, f64, i32 or bf16 as uint16);
-  // values are converted to/from the tensor's dtype (rounding to nearest even into bf16).
-  void upload(const Tensor& dst, const void* host, DType host_dtype);
-  void download(void* host, DType host_dtype, const Tensor& src);
   virtual void synchronize() {}
 
-  // ---- elementwise and reductions ---------------------------------------------------------------
-  void fill(const Tensor& x, double value);
-  // dst = src, converting dtypes (same numel).
-  void copy(const Tensor& dst, const Tensor& src);
-  // y = alpha * x + beta * y
-  void axpby(const Tensor& y, double alpha, const Tensor& x, double beta);
-  void scale(const Tensor& x, double factor);
-  // Sum of elements / of squares, accumulated in double, returned to the host.
-  double sum(const Tensor& x);
-  double sum_squares(const Tensor& x);
-
-  // ---- matrix multiply ------------------------------------------------------------------------
-  // c = alpha * op(a) @ op(b) + beta * c, where op(m) = m^T when the flag is set.
-  // a: [M,K] (or [K,M] transposed), b: [K,N] (or [N,K] transposed), c: [M,N]; all 2-D views.
-  // Linear layers store weights [out, in], so y = x W^T is gemm(x, W, y, false, true).
+  // ---- the ops: ops.def lists each one, its signature and what it computes ---------------------
+  // Each public op checks the call against the op's contract (op_contract.h), then calls the
+  // backend's kernel do_<op> (backend.cpp).
+#define CT_OP(Ret, name, params, args, main, kernel, body) CT_BACKEND_PUBLIC_OP_##body(Ret, name, params)
+#define CT_BACKEND_PUBLIC_OP_timed(Ret, name, params) Ret name params;
+#define CT_BACKEND_PUBLIC_OP_untimed(Ret, name, params) Ret name params;
+#define CT_BACKEND_PUBLIC_OP_timed_any_dtype(Ret, name, params) Ret name params;
+#define CT_BACKEND_PUBLIC_OP_untimed_any_dtype(Ret, name, params) Ret name params;
+#define CT_BACKEND_PUBLIC_OP_by_hand(Ret, name, params)
+#include "backend/ops.def"
+#undef CT_OP
+#undef CT_BACKEND_PUBLIC_OP_timed
+#undef CT_BACKEND_PUBLIC_OP_untimed
+#undef CT_BACKEND_PUBLIC_OP_timed_any_dtype
+#undef CT_BACKEND_PUBLIC_OP_untimed_any_dtype
+#undef CT_BACKEND_PUBLIC_OP_by_hand
+  // The ops written by hand (ops.def's `by_hand`), with their default arguments.
   void gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
             double alpha = 1.0, double beta = 0.0);
+  void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta = 0.0);
+  void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
+                          double a, double b, double c);
 
-  // ---- the model's ops --------------------------------------------------------------------------
-  // out[n, :] = table[tokens[n], :]; tokens: i32 [N]; table: [V, C]; out: [N, C]
-  void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table);
-  // dtable_acc[tokens[n], :] += dout[n, :]
-  void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens);
-
-  // RMSNorm without weight over the last dimension of x viewed as [R, C]:
-  //   r = 1 / sqrt(mean(x^2) + eps),  y = x * r.  rstd: f32 [R].
-  void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps);
-  // With y and r from the forward pass:  dx += r * (dy - y * mean(dy * y)).
-  void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd);
-
-  // Rotary embedding followed by RMSNorm over head_dim (QK norm), for q or k of shape [B, T, H, D].
-  // Position of row t is pos_offset + t. cos, sin: f32 [T_max, D/2] with T_max >= pos_offset + T.
-  // Half-split rotary: x1 = x[:D/2], x2 = x[D/2:], rot = (x1 cos + x2 sin, -x1 sin + x2 cos);
-  // then y = rot / sqrt(mean(rot^2) + eps); rstd: f32 [B*T*H].
-  void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                           const Tensor& sin, int64_t pos_offset, double eps);
-  // dx = R^T (rmsnorm backward of dy through y, rstd); overwrites dx (shape of x).
-  void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                            const Tensor& cos, const Tensor& sin, int64_t pos_offset);
-
-  // Causal softmax attention. q: [B, Tq, H, D]; k, v: [B, Tk, Hkv, D] with H % Hkv == 0 and Tk >= Tq;
-  // query i sits at absolute position (Tk - Tq + i) and sees keys 0..that position.
-  // out: [B, Tq, H, D]; lse: f32 [B, H, Tq], the log-sum-exp of each query's scaled scores, kept
-  // for the backward pass (no T x T matrix is stored).
-  void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                         const Tensor& v, double scale);
-  // Overwrites dq, dk, dv (Tq == Tk in training).
-  void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                          const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                          const Tensor& k, const Tensor& v, double scale);
-
-  // y = relu(x)^2 ;  dx = dy * 2 relu(x)  (overwrites dx)
-  void relu2_forward(const Tensor& y, const Tensor& x);
-  void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x);
-
-  // Softcapped cross-entropy. logits: f32 [N, V] before the cap; z = cap * tanh(logits / cap);
-  // losses[n] = logsumexp(z[n]) - z[n, targets[n]], and 0 where targets[n] < 0. losses: f32 [N].
-  // argmax (optional, i32 [N], may be empty): the index of the largest z[n] (first on ties).
-  void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                     const Tensor& targets, double softcap);
-  // dlogits = loss_scale * d(losses[n]) / d(logits) for targets >= 0, 0 elsewhere;
-  // dlogits may alias logits (the CPU and CUDA backends compute it in place).
-  void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                      const Tensor& targets, double softcap, double loss_scale);
-
-  // ---- mixed precision and fused training ops (optional: each has a working default) -----------
+  // ---- mixed precision ------------------------------------------------------------------------------
   // The dtype in which the model should hand gemm its operands: the activations that feed a matmul
   // are stored in it where they are produced, and each weight matrix gets a compute copy in it,
   // refreshed once per optimizer step (master weights, gradients and optimizer state stay f32).
@@ -155,55 +109,14 @@ class Backend {
   DType matmul_operand_dtype() const {
     return matmul_precision() == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
   }
-  // Forward and backward of the softcapped cross-entropy in one pass over the logits (a training
-  // step needs both): losses as softcap_cross_entropy_forward gives them, and dlogits_out as
-  // softcap_cross_entropy_backward gives it for loss_scale. dlogits_out may alias logits (same
-  // dtype); with matmul_operand_dtype() bf16 it may be bf16, and so may the logits (the CPU backend
-  // takes bf16 logits here: a training step then writes dlogits over them). The default calls the
-  // two ops.
-  void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                   const Tensor& targets, double softcap, double loss_scale);
-
-  // ---- optimizer updates (f32 parameters and state) ------------------------------------------------
-  // AdamW with bias correction at step t (1-based):
-  //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (wd p + (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps))
-  void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                    double beta1, double beta2, double eps, double weight_decay, int64_t step);
-  // Muon's momentum (Nesterov form): buf = mu buf + (1-mu) g;  u = (1-mu) g + mu buf.
-  void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu);
-  // Newton-Schulz orthogonalisation of the 2-D matrix g into x (same shape), docs/model.md:
-  //   X = G / (||G||_F + 1e-7) (transposed first when rows > cols); `steps` times:
-  //   A = X X^T, B = b A + c A A, X = a X + B X; transposed back.
-  void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c);
-
-  // ======== optional capabilities: every method below has a working default ========================
-  // (added for the CUDA backend; docs/cuda.md shows how a training step uses them)
-
-  // ---- lower-precision linear layers ----------------------------------------------------------------
-  // y = x W^T + beta y for a linear layer (x: [M, K], w: [N, K], y: [M, N]) that the backend may
-  // run in fp8 (e4m3 inputs, per-tensor scales from the current amax of x and of W, f32
-  // accumulation) when it was created with BackendOptions::fp8; otherwise, and by default, exactly
-  // gemm(x, w, y, false, true, 1, beta). The model calls it where the recipe allows fp8 (the MLP's
-  // two forward products); backward products stay in gemm().
-  void linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta = 0.0);
-
-  // ---- several Newton-Schulz orthogonalisations at once ----------------------------------------------
-  // newton_schulz(x_outs[i], gs[i], steps, a, b, c) for every i (Muon's step hands over all its
-  // matrices, or as many as its scratch holds); a backend may run them concurrently (the CPU backend
-  // runs one matrix per thread when its matmuls are bf16). The default runs them one after another.
-  void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
-                          double a, double b, double c);
 
   // ---- value slots: host values without waiting --------------------------------------------------
-  // sum / sum of squares of x (accumulated in double) into slot `slot` of the backend's value table
-  // (0 <= slot < kValueSlots): added to it when `accumulate`, written over it otherwise. The slots
-  // live with the device, so these queue like any op; read_value_slots(count) waits for the work
-  // queued before it and returns slots [0, count). This is how a training step gets its loss and
-  // its gradient norm with one wait (and how a graph region, below, returns values).
-  // The default computes at once through sum() / sum_squares().
+  // sum_to_slot and sum_squares_to_slot (ops.def) write into slot `slot` of the backend's value
+  // table (0 <= slot < kValueSlots). The slots live with the device, so these queue like any op;
+  // read_value_slots(count) waits for the work queued before it and returns slots [0, count). This
+  // is how a training step gets its loss and its gradient norm with one wait (and how a graph region,
+  // below, returns values). The default computes at once through sum() / sum_squares().
   static constexpr int kValueSlots = 4096;
-  void sum_to_slot(int slot, const Tensor& x, bool accumulate);
-  void sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
   virtual std::vector<double> read_value_slots(int count);
 
   // ---- graph regions: record a fixed sequence of ops once, replay it cheaply ---------------------
@@ -251,48 +164,16 @@ class Backend {
 
  protected:
   // ---- what a backend implements: the kernels behind the public ops ------------------------------
-  // Each is called by the public op of the same name once the contract holds (backend.cpp).
-  virtual void do_upload(const Tensor& dst, const void* host, DType host_dtype) = 0;
-  virtual void do_download(void* host, DType host_dtype, const Tensor& src) = 0;
-  virtual void do_fill(const Tensor& x, double value) = 0;
-  virtual void do_copy(const Tensor& dst, const Tensor& src) = 0;
-  virtual void do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) = 0;
-  virtual void do_scale(const Tensor& x, double factor) = 0;
-  virtual double do_sum(const Tensor& x) = 0;
-  virtual double do_sum_squares(const Tensor& x) = 0;
-  virtual void do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
-                       double alpha, double beta) = 0;
-  virtual void do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) = 0;
-  virtual void do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) = 0;
-  virtual void do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) = 0;
-  virtual void do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) = 0;
-  virtual void do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                      const Tensor& sin, int64_t pos_offset, double eps) = 0;
-  virtual void do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                                       const Tensor& cos, const Tensor& sin, int64_t pos_offset) = 0;
-  virtual void do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                                    const Tensor& v, double scale) = 0;
-  virtual void do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out,
-                                     const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& q,
-                                     const Tensor& k, const Tensor& v, double scale) = 0;
-  virtual void do_relu2_forward(const Tensor& y, const Tensor& x) = 0;
-  virtual void do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) = 0;
-  virtual void do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                                const Tensor& targets, double softcap) = 0;
-  virtual void do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                                 const Tensor& targets, double softcap, double loss_scale) = 0;
-  virtual void do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                               double beta1, double beta2, double eps, double weight_decay, int64_t step) = 0;
-  virtual void do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) = 0;
-  virtual void do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) = 0;
-  // The optional ones: the defaults documented with the public ops.
-  virtual void do_softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                                              const Tensor& targets, double softcap, double loss_scale);
-  virtual void do_linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta);
-  virtual void do_newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps,
-                                     double a, double b, double c);
-  virtual void do_sum_to_slot(int slot, const Tensor& x, bool accumulate);
-  virtual void do_sum_squares_to_slot(int slot, const Tensor& x, bool accumulate);
+  // Each is called by the public op of the same name once the contract holds (backend.cpp): every
+  // `required` kernel of ops.def is pure (backend/kernel_overrides.inc declares them all in a
+  // backend's class); an `optional` one has the default documented with its op.
+#define CT_OP(Ret, name, params, args, main, kernel, body) CT_BACKEND_KERNEL_##kernel(Ret, do_##name, params)
+#define CT_BACKEND_KERNEL_required(Ret, function, params) virtual Ret function params = 0;
+#define CT_BACKEND_KERNEL_optional(Ret, function, params) virtual Ret function params;
+#include "backend/ops.def"
+#undef CT_OP
+#undef CT_BACKEND_KERNEL_required
+#undef CT_BACKEND_KERNEL_optional
 
   // The dtypes this backend's kernels compute `op` in, checked on the op's main tensor (`arg`: gemm's
   // a, rmsnorm's x, adamw's param, ...) just before its contract: an accepted dtype that the backend

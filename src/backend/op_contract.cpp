@@ -112,7 +112,7 @@ void upload(const Tensor& dst, const void* host, DType host_dtype) {
   check_convertible("upload", dst.dtype, host_dtype);
 }
 
-void download(const void* host, DType host_dtype, const Tensor& src) {
+void download(void* host, DType host_dtype, const Tensor& src) {
   check_not_empty("download", "src", src);
   check(host != nullptr || src.numel() == 0, "download: host pointer is null");
   check_convertible("download", host_dtype, src.dtype);
@@ -135,20 +135,29 @@ void copy(const Tensor& dst, const Tensor& src) {
 }
 
 // axpby: float y; x of y's dtype and element count.
-void axpby(const Tensor& y, const Tensor& x) {
+void axpby(const Tensor& y, double, const Tensor& x, double) {
   check_compute_dtype("axpby", "y", y);
   check_same_dtype("axpby", "x", x, "y", y);
   check_numel("axpby", "x", x, y.numel());
 }
 
 // scale, sum, sum_squares: a float tensor.
-void float_tensor(const char* op, const Tensor& x) { check_compute_dtype(op, "x", x); }
+void scale(const Tensor& x, double) { check_compute_dtype("scale", "x", x); }
+void sum(const Tensor& x) { check_compute_dtype("sum", "x", x); }
+void sum_squares(const Tensor& x) { check_compute_dtype("sum_squares", "x", x); }
+
+namespace {
 
 // sum_to_slot, sum_squares_to_slot: a slot of the value table, a float tensor.
-void value_slot(const char* op, int slot, const Tensor& x) {
+void check_value_slot(const char* op, int slot, const Tensor& x) {
   check(slot >= 0 && slot < Backend::kValueSlots, op, ": slot ", slot, " is outside [0, ", Backend::kValueSlots, ")");
-  float_tensor(op, x);
+  check_compute_dtype(op, "x", x);
 }
+
+}  // namespace
+
+void sum_to_slot(int slot, const Tensor& x, bool) { check_value_slot("sum_to_slot", slot, x); }
+void sum_squares_to_slot(int slot, const Tensor& x, bool) { check_value_slot("sum_squares_to_slot", slot, x); }
 
 // ---- gemm ------------------------------------------------------------------------------------------------
 
@@ -222,7 +231,7 @@ DType check_rows_alike(const char* op, const char* main_arg, const Tensor& main,
 
 // rmsnorm: x (y in the backward) float; the other main tensors stored for its path with the same rows;
 // rstd a side tensor of one value per row.
-void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x) {
+void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double) {
   const char* op = "rmsnorm_forward";
   const DType compute = check_rows_alike(op, "x", x, {{"y", y}});
   check_side_dtype(op, "rstd", rstd, compute);
@@ -262,7 +271,7 @@ void check_rope(const char* op, const Tensor& x, const Tensor& rstd, const Tenso
 
 // rope_qknorm_forward: x float; y stored for its path, of x's shape; then check_rope.
 void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
-                         int64_t pos_offset) {
+                         int64_t pos_offset, double) {
   const char* op = "rope_qknorm_forward";
   const DType compute = check_compute_dtype(op, "x", x);
   check_storage_dtype(op, "y", y, compute);
@@ -308,7 +317,8 @@ DType check_attention(const char* op, const Tensor& q, const Tensor& k, const Te
 }  // namespace
 
 // attention_forward: check_attention; out of q's dtype and shape.
-void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v) {
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       double) {
   const char* op = "attention_forward";
   check_attention(op, q, k, v, lse);
   check_same_dtype(op, "out", out, "q", q);
@@ -318,7 +328,8 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
 // attention_backward: check_attention; dout and out of q's dtype and shape; the gradients of q's
 // shape (dq) or k's (dk, dv), in q's dtype, or f32 or bf16 when q is bf16 (mixed precision).
 void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
-                        const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v) {
+                        const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                        double) {
   const char* op = "attention_backward";
   check_attention(op, q, k, v, lse);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"dout", dout}, {"out", out}}) {
@@ -376,8 +387,8 @@ void check_losses(const char* op, const Tensor& losses, const Tensor& logits, in
 }  // namespace
 
 // forward: check_cross_entropy; losses a side tensor per row; argmax (optional) i32 per row.
-void cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits, const Tensor& targets,
-                           double softcap) {
+void softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
+                                   const Tensor& targets, double softcap) {
   const char* op = "softcap_cross_entropy_forward";
   const int64_t rows = check_cross_entropy(op, logits, targets, softcap);
   check_losses(op, losses, logits, rows);
@@ -388,15 +399,16 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Ten
 }
 
 // backward: check_cross_entropy; check_dlogits.
-void cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets, double softcap) {
+void softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
+                                    double softcap, double) {
   const char* op = "softcap_cross_entropy_backward";
   check_cross_entropy(op, logits, targets, softcap);
   check_dlogits(op, dlogits_out, logits);
 }
 
 // fused: both.
-void cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                         const Tensor& targets, double softcap) {
+void softcap_cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
+                                 const Tensor& targets, double softcap, double) {
   const char* op = "softcap_cross_entropy_fused";
   const int64_t rows = check_cross_entropy(op, logits, targets, softcap);
   check_dlogits(op, dlogits_out, logits);
@@ -406,8 +418,8 @@ void cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const 
 // ---- optimizer updates -----------------------------------------------------------------------------------
 
 // adamw_update: float param; grad, m, v of its dtype and element count; step >= 1; betas in [0, 1).
-void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double beta1,
-                  double beta2, int64_t step) {
+void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double, double beta1,
+                  double beta2, double, double, int64_t step) {
   const char* op = "adamw_update";
   check_compute_dtype(op, "param", param);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"grad", grad}, {"m", m}, {"v", v}}) {
@@ -420,7 +432,7 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, cons
 }
 
 // muon_momentum: float grad; u_out and buf of its dtype and element count.
-void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad) {
+void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double) {
   const char* op = "muon_momentum";
   check_compute_dtype(op, "grad", grad);
   for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"u_out", u_out}, {"buf", buf}}) {
@@ -429,8 +441,10 @@ void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad) {
   }
 }
 
+namespace {
+
 // newton_schulz: float 2-D g; x_out of its dtype and shape; steps >= 0.
-void newton_schulz(const char* op, const Tensor& x_out, const Tensor& g, int steps) {
+void check_newton_schulz(const char* op, const Tensor& x_out, const Tensor& g, int steps) {
   check_compute_dtype(op, "g", g);
   check_same_dtype(op, "x_out", x_out, "g", g);
   check_ndim(op, "g", g, 2);
@@ -438,11 +452,17 @@ void newton_schulz(const char* op, const Tensor& x_out, const Tensor& g, int ste
   check(steps >= 0, op, ": steps must be >= 0, got ", steps);
 }
 
+}  // namespace
+
+void newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double, double, double) {
+  check_newton_schulz("newton_schulz", x_out, g, steps);
+}
+
 // newton_schulz_many: as many outputs as inputs, each pair as newton_schulz's.
 void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps) {
   const char* op = "newton_schulz_many";
   check(x_outs.size() == gs.size(), op, ": ", x_outs.size(), " outputs but ", gs.size(), " inputs");
-  for (size_t i = 0; i < gs.size(); ++i) newton_schulz(op, x_outs[i], gs[i], steps);
+  for (size_t i = 0; i < gs.size(); ++i) check_newton_schulz(op, x_outs[i], gs[i], steps);
 }
 
 }  // namespace op_contract

@@ -56,37 +56,25 @@ GemmShape gemm_shape(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
 // ---- the ops' contracts (backend.h's conventions; op_contract.cpp gives each rule) -----------------
 namespace op_contract {
 
-void upload(const Tensor& dst, const void* host, DType host_dtype);
-void download(const void* host, DType host_dtype, const Tensor& src);
-void fill(const Tensor& x, double value);
-void copy(const Tensor& dst, const Tensor& src);
-void axpby(const Tensor& y, const Tensor& x);
-void float_tensor(const char* op, const Tensor& x);  // scale, sum, sum_squares
-void value_slot(const char* op, int slot, const Tensor& x);
+// op_contract::<op>(the op's arguments) for each op of ops.def but the `by_hand` ones, declared here
+// from the list.
+#define CT_OP(Ret, name, params, args, main, kernel, body) CT_OP_CONTRACT_##body(name, params)
+#define CT_OP_CONTRACT_timed(name, params) void name params;
+#define CT_OP_CONTRACT_untimed(name, params) void name params;
+#define CT_OP_CONTRACT_timed_any_dtype(name, params) void name params;
+#define CT_OP_CONTRACT_untimed_any_dtype(name, params) void name params;
+#define CT_OP_CONTRACT_by_hand(name, params)
+#include "backend/ops.def"
+#undef CT_OP
+#undef CT_OP_CONTRACT_timed
+#undef CT_OP_CONTRACT_untimed
+#undef CT_OP_CONTRACT_timed_any_dtype
+#undef CT_OP_CONTRACT_untimed_any_dtype
+#undef CT_OP_CONTRACT_by_hand
 
+// The `by_hand` ops' contracts. gemm returns the product's sizes (its timing key); linear_forward_fp8
+// has gemm's contract with transpose_b.
 GemmShape gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b);
-void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table);
-void embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens);
-void rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x);
-void rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd);
-void rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
-                         int64_t pos_offset);
-void rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                          const Tensor& cos, const Tensor& sin, int64_t pos_offset);
-void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v);
-void attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
-                        const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v);
-void relu2_forward(const Tensor& y, const Tensor& x);
-void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x);
-void cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits, const Tensor& targets,
-                           double softcap);
-void cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets, double softcap);
-void cross_entropy_fused(const Tensor& losses, const Tensor& dlogits_out, const Tensor& logits,
-                         const Tensor& targets, double softcap);
-void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double beta1,
-                  double beta2, int64_t step);
-void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad);
-void newton_schulz(const char* op, const Tensor& x_out, const Tensor& g, int steps);
 void newton_schulz_many(const std::vector<Tensor>& x_outs, const std::vector<Tensor>& gs, int steps);
 
 }  // namespace op_contract

@@ -22,6 +22,7 @@ namespace {
 struct BadCall {
   const char* op;  // the message's first word
   std::function<void(Backend&)> call;
+  const char* called = nullptr;  // the op called, where its contract is another's (fp8's is gemm's)
 };
 
 // Calls that break a rule of the contract, each with tensors of dtypes every backend computes in
@@ -38,7 +39,9 @@ std::vector<BadCall> bad_calls() {
       {"axpby", [=](Backend& be) { be.axpby(Buffer(be, Shape{4}, f32), 1.0, Buffer(be, Shape{4}, i32), 1.0); }},
       {"scale", [](Backend& be) { be.scale(Tensor{}, 2.0); }},
       {"sum", [=](Backend& be) { be.sum(Buffer(be, Shape{2}, i32)); }},
+      {"sum_squares", [=](Backend& be) { be.sum_squares(Buffer(be, Shape{2}, i32)); }},
       {"sum_to_slot", [=](Backend& be) { be.sum_to_slot(Backend::kValueSlots, Buffer(be, Shape{2}, f32), false); }},
+      {"sum_squares_to_slot", [=](Backend& be) { be.sum_squares_to_slot(-1, Buffer(be, Shape{2}, f32), true); }},
       {"gemm",
        [=](Backend& be) {
          be.gemm(Buffer(be, Shape{3, 4}, f32), Buffer(be, Shape{5, 6}, f32), Buffer(be, Shape{3, 6}, f32), false, false);
@@ -56,7 +59,8 @@ std::vector<BadCall> bad_calls() {
       {"gemm",
        [=](Backend& be) {
          be.linear_forward_fp8(Buffer(be, Shape{3, 4}, f32), Buffer(be, Shape{5, 4}, f32), Buffer(be, Shape{3, 6}, f32));
-       }},
+       },
+       "linear_forward_fp8"},
       {"embedding_forward",
        [=](Backend& be) {
          be.embedding_forward(Buffer(be, Shape{3, 3}, f32), Buffer(be, Shape{2}, i32), Buffer(be, Shape{4, 3}, f32));
@@ -183,6 +187,20 @@ TEST(OpContract, CheckedInTheBaseClassBeforeAnyKernel) {
   probe.gemm(Buffer(probe, Shape{2, 3}, DType::f32), Buffer(probe, Shape{4, 3}, DType::f32),
              Buffer(probe, Shape{2, 4}, DType::f32), false, true);
   EXPECT_EQ(probe.kernel_calls, 2);
+}
+
+// The list of ops is written once (backend/ops.def): every op on it has a bad call above, so a new op
+// cannot join the list without its contract being exercised on every backend.
+TEST(OpContract, EveryOpOfTheListHasABadCall) {
+  std::vector<std::string> listed;
+#define CT_OP(Ret, name, params, args, main, kernel, body) listed.push_back(#name);
+#include "backend/ops.def"
+#undef CT_OP
+  EXPECT_GE(listed.size(), 29u);  // the include worked
+  std::vector<std::string> exercised;
+  for (const BadCall& bad : bad_calls()) exercised.push_back(bad.called ? bad.called : bad.op);
+  for (const std::string& op : listed)
+    EXPECT_NE(std::find(exercised.begin(), exercised.end(), op), exercised.end()) << op << " has no bad call";
 }
 
 TEST(OpContract, TheCpuBackendRefusesWithTheSameMessages) {

@@ -40,50 +40,18 @@ class ProbeBackend final : public Backend {
 
  protected:
   void kernel() { ++kernel_calls; }
-  void do_upload(const Tensor&, const void*, DType) override { kernel(); }
-  void do_download(void*, DType, const Tensor&) override { kernel(); }
-  void do_fill(const Tensor&, double) override { kernel(); }
-  void do_copy(const Tensor&, const Tensor&) override { kernel(); }
-  void do_axpby(const Tensor&, double, const Tensor&, double) override { kernel(); }
-  void do_scale(const Tensor&, double) override { kernel(); }
-  double do_sum(const Tensor&) override { return kernel(), 0.0; }
-  double do_sum_squares(const Tensor&) override { return kernel(), 0.0; }
-  void do_gemm(const Tensor&, const Tensor&, const Tensor&, bool, bool, double, double) override { kernel(); }
-  void do_embedding_forward(const Tensor&, const Tensor&, const Tensor&) override { kernel(); }
-  void do_embedding_backward(const Tensor&, const Tensor&, const Tensor&) override { kernel(); }
-  void do_rmsnorm_forward(const Tensor&, const Tensor&, const Tensor&, double) override { kernel(); }
-  void do_rmsnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) override { kernel(); }
-  void do_rope_qknorm_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t,
-                              double) override {
-    kernel();
+  // Every required kernel of ops.def: counts the call (and returns 0 where it returns a value).
+#define CT_OP(Ret, name, params, args, main, kernel, body) CT_PROBE_KERNEL_##kernel(Ret, do_##name, params)
+#define CT_PROBE_KERNEL_required(Ret, function, params) \
+  Ret function params override {                        \
+    kernel();                                           \
+    return Ret();                                       \
   }
-  void do_rope_qknorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                               const Tensor&, int64_t) override {
-    kernel();
-  }
-  void do_attention_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                            double) override {
-    kernel();
-  }
-  void do_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                             const Tensor&, const Tensor&, const Tensor&, const Tensor&, double) override {
-    kernel();
-  }
-  void do_relu2_forward(const Tensor&, const Tensor&) override { kernel(); }
-  void do_relu2_backward(const Tensor&, const Tensor&, const Tensor&) override { kernel(); }
-  void do_softcap_cross_entropy_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                        double) override {
-    kernel();
-  }
-  void do_softcap_cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, double, double) override {
-    kernel();
-  }
-  void do_adamw_update(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, double, double, double,
-                       double, int64_t) override {
-    kernel();
-  }
-  void do_muon_momentum(const Tensor&, const Tensor&, const Tensor&, double) override { kernel(); }
-  void do_newton_schulz(const Tensor&, const Tensor&, int, double, double, double) override { kernel(); }
+#define CT_PROBE_KERNEL_optional(Ret, function, params)
+#include "backend/ops.def"
+#undef CT_OP
+#undef CT_PROBE_KERNEL_required
+#undef CT_PROBE_KERNEL_optional
 };
 
 }  // namespace ct::test

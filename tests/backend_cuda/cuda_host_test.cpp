@@ -201,7 +201,7 @@ GemmShape check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool tra
 AttentionDims check_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                       const Tensor& v) {
   check_cuda_dtype("attention_forward", "q", q);
-  op_contract::attention_forward(out, lse, q, k, v);
+  op_contract::attention_forward(out, lse, q, k, v, 1.0);
   const AttentionDims d = attention_dims(q, k);
   check_head_dim("attention_forward", d.head_dim, q);
   return d;
@@ -211,7 +211,7 @@ AttentionDims check_attention_backward(const Tensor& dq, const Tensor& dk, const
                                        const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                        const Tensor& v) {
   check_cuda_dtype("attention_backward", "q", q);
-  op_contract::attention_backward(dq, dk, dv, dout, out, lse, q, k, v);
+  op_contract::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, 1.0);
   const AttentionDims d = attention_dims(q, k);
   check_head_dim("attention_backward", d.head_dim, q);
   return d;
@@ -219,7 +219,7 @@ AttentionDims check_attention_backward(const Tensor& dq, const Tensor& dk, const
 
 RowShape check_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x) {
   check_cuda_dtype("rmsnorm_forward", "x", x);
-  op_contract::rmsnorm_forward(y, rstd, x);
+  op_contract::rmsnorm_forward(y, rstd, x, 1e-6);
   return rows_of(x);
 }
 
@@ -237,7 +237,7 @@ struct RopeShape {
 RopeShape check_rope_qknorm(const char* op, const Tensor& x, const Tensor& y, const Tensor& rstd, const Tensor& cos,
                             const Tensor& sin, int64_t pos_offset) {
   check_cuda_dtype(op, "x", x);
-  op_contract::rope_qknorm_forward(y, rstd, x, cos, sin, pos_offset);
+  op_contract::rope_qknorm_forward(y, rstd, x, cos, sin, pos_offset, 1e-6);
   check_head_dim(op, x.shape[3], x);
   return {x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
 }
@@ -245,14 +245,14 @@ RopeShape check_rope_qknorm(const char* op, const Tensor& x, const Tensor& y, co
 RowShape check_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
                                      const Tensor& targets, double softcap) {
   check_cuda_dtype("softcap_cross_entropy_forward", "logits", logits);
-  op_contract::cross_entropy_forward(losses, argmax, logits, targets, softcap);
+  op_contract::softcap_cross_entropy_forward(losses, argmax, logits, targets, softcap);
   return rows_of(logits);
 }
 
 RowShape check_cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                                       double softcap) {
   check_cuda_dtype("softcap_cross_entropy_backward", "logits", logits);
-  op_contract::cross_entropy_backward(dlogits, logits, targets, softcap);
+  op_contract::softcap_cross_entropy_backward(dlogits, logits, targets, softcap, 1.0);
   return rows_of(logits);
 }
 

@@ -66,39 +66,8 @@ class CudaBackend final : public Backend {
   // A failed op inside a recording abandons the region (as OpScope does for the ops below).
   void op_failed() noexcept override;
 
-  void do_upload(const Tensor& dst, const void* host, DType host_dtype) override;
-  void do_download(void* host, DType host_dtype, const Tensor& src) override;
-  void do_fill(const Tensor& x, double value) override;
-  void do_copy(const Tensor& dst, const Tensor& src) override;
-  void do_axpby(const Tensor& y, double alpha, const Tensor& x, double beta) override;
-  void do_scale(const Tensor& x, double factor) override;
-  double do_sum(const Tensor& x) override;
-  double do_sum_squares(const Tensor& x) override;
-  void do_gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b, double alpha,
-               double beta) override;
-  void do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) override;
-  void do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) override;
-  void do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) override;
-  void do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) override;
-  void do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos, const Tensor& sin,
-                              int64_t pos_offset, double eps) override;
-  void do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y, const Tensor& rstd,
-                               const Tensor& cos, const Tensor& sin, int64_t pos_offset) override;
-  void do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                            double scale) override;
-  void do_attention_backward(const Tensor& dq_out, const Tensor& dk_out, const Tensor& dv_out, const Tensor& dout,
-                             const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                             double scale) override;
-  void do_relu2_forward(const Tensor& y, const Tensor& x) override;
-  void do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) override;
-  void do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                        const Tensor& targets, double softcap) override;
-  void do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits, const Tensor& targets,
-                                         double softcap, double loss_scale) override;
-  void do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, double lr,
-                       double beta1, double beta2, double eps, double weight_decay, int64_t step) override;
-  void do_muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, double mu) override;
-  void do_newton_schulz(const Tensor& x_out, const Tensor& g, int steps, double a, double b, double c) override;
+#include "backend/kernel_overrides.inc"
+  // The optional kernels the CUDA backend overrides: fp8 products, value slots on the device.
   void do_linear_forward_fp8(const Tensor& x, const Tensor& w, const Tensor& y, double beta) override;
   void do_sum_to_slot(int slot, const Tensor& x, bool accumulate) override;
   void do_sum_squares_to_slot(int slot, const Tensor& x, bool accumulate) override;

@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA backend's kernel launchers: plain C++ declarations, defined in the kernels_*.cu files,
-// called by the host code (cuda_backend.cpp, cuda_ops.cpp). Every launcher queues work on `stream`
+// called by the host code (cuda_backend.cpp, cuda_ops.cpp). An op kept in one file with its kernels
+// and its do_<op> (cuda_relu2.cu, as the CPU's cpu_relu2.cpp) declares nothing here. Every launcher queues work on `stream`
 // and checks the launch; shapes and dtypes were validated by the caller (backend/op_contract.h, cuda_limits.h).
 //
 // Float dtypes of the kernels: f32 and bf16 (storage; arithmetic in f32). f64 tensors can be
@@ -50,8 +51,6 @@ void launch_scale(void* x, DType dtype, ScalarArg factor, int64_t n, cudaStream_
 int64_t reduce_partials_count(int64_t n);
 void launch_reduce(double* out, bool accumulate, bool squares, const void* x, DType dtype, int64_t n, double* partials,
                    cudaStream_t stream);
-void launch_relu2_forward(void* y, const void* x, DType dtype, int64_t n, cudaStream_t stream);
-void launch_relu2_backward(void* dx, const void* dy, const void* x, DType dtype, int64_t n, cudaStream_t stream);
 // AdamW on f32 param/grad/m/v. bias corrections are 1 - beta^t, computed by the caller.
 void launch_adamw(float* param, const float* grad, float* m, float* v, int64_t n, ScalarArg lr, ScalarArg beta1,
                   ScalarArg beta2, ScalarArg eps, ScalarArg weight_decay, ScalarArg bias_correction1,

@@ -230,25 +230,6 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
       launch_convert(grad_tensors[i]->data, grad_tensors[i]->dtype, grads[i], q.dtype, grad_tensors[i]->numel(), stream_);
 }
 
-// ---- relu^2 ------------------------------------------------------------------------------------------
-
-void CudaBackend::do_relu2_forward(const Tensor& y, const Tensor& x) {
-  const char* op = "relu2_forward";
-  check_one_dtype(op, "y", y, "x", x);
-  OpCall call = graph_call(op, Signature().tensor(y).tensor(x), {y, x});
-  if (!call.launch) return;
-  launch_relu2_forward(y.data, x.data, x.dtype, x.numel(), stream_);
-}
-
-void CudaBackend::do_relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
-  const char* op = "relu2_backward";
-  check_one_dtype(op, "dy", dy, "x", x);
-  check_one_dtype(op, "dx_out", dx_out, "x", x);
-  OpCall call = graph_call(op, Signature().tensor(dx_out).tensor(dy).tensor(x), {dx_out, dy, x});
-  if (!call.launch) return;
-  launch_relu2_backward(dx_out.data, dy.data, x.data, x.dtype, x.numel(), stream_);
-}
-
 // ---- softcapped cross-entropy ---------------------------------------------------------------------------
 
 void CudaBackend::do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,

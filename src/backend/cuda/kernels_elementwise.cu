@@ -1,7 +1,7 @@
-// Elementwise kernels and reductions: fill, convert, axpby, scale, sum / sum of squares, relu^2,
-// AdamW, Muon's momentum, Newton-Schulz's normalisation, fp8 amax and quantisation.
-// Math of each op: backend.h and the CPU reference (src/backend/cpu/cpu_elementwise.cpp,
-// cpu_relu2.cpp, cpu_optimizer.cpp). Arithmetic in f32 (f64 for reductions' accumulators).
+// Elementwise kernels and reductions: fill, convert, axpby, scale, sum / sum of squares, AdamW,
+// Muon's momentum, Newton-Schulz's normalisation, fp8 amax and quantisation.
+// Math of each op: ops.def and the CPU reference (src/backend/cpu/cpu_elementwise.cpp,
+// cpu_optimizer.cpp). Arithmetic in f32 (f64 for reductions' accumulators).
 #include <cuda_fp8.h>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -104,62 +104,6 @@ __global__ void reduce_final_kernel(double* out, bool accumulate, const double* 
   for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   acc = block_sum(acc, shared);
   if (threadIdx.x == 0) *out = accumulate ? *out + acc : acc;
-}
-
-// ---- relu^2 ------------------------------------------------------------------------------------------
-
-template <typename T>
-__global__ void relu2_forward_kernel(T* y, const T* x, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float r = fmaxf(to_float(x[i]), 0.0f);
-    y[i] = from_float<T>(r * r);
-  }
-}
-
-template <typename T>
-__global__ void relu2_backward_kernel(T* dx, const T* dy, const T* x, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float r = fmaxf(to_float(x[i]), 0.0f);
-    dx[i] = from_float<T>(to_float(dy[i]) * 2.0f * r);
-  }
-}
-
-// 8 elements per thread with 16-byte accesses; the tail (n % 8) by the first threads of block 0.
-template <typename T>
-__global__ void relu2_forward_vec8_kernel(T* y, const T* x, int64_t n) {
-  const int64_t chunks = n / 8;
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
-    float v[8];
-    load8(x + 8 * c, v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float r = fmaxf(v[i], 0.0f);
-      v[i] = r * r;
-    }
-    store8(y + 8 * c, v);
-  }
-  if (blockIdx.x == 0 && 8 * chunks + threadIdx.x < n) {
-    const int64_t i = 8 * chunks + threadIdx.x;
-    const float r = fmaxf(to_float(x[i]), 0.0f);
-    y[i] = from_float<T>(r * r);
-  }
-}
-
-template <typename T>
-__global__ void relu2_backward_vec8_kernel(T* dx, const T* dy, const T* x, int64_t n) {
-  const int64_t chunks = n / 8;
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * blockDim.x) {
-    float xv[8], g[8];
-    load8(x + 8 * c, xv);
-    load8(dy + 8 * c, g);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) g[i] = g[i] * 2.0f * fmaxf(xv[i], 0.0f);
-    store8(dx + 8 * c, g);
-  }
-  if (blockIdx.x == 0 && 8 * chunks + threadIdx.x < n) {
-    const int64_t i = 8 * chunks + threadIdx.x;
-    dx[i] = from_float<T>(to_float(dy[i]) * 2.0f * fmaxf(to_float(x[i]), 0.0f));
-  }
 }
 
 // ---- optimizer updates -----------------------------------------------------------------------------
@@ -291,38 +235,6 @@ void launch_reduce(double* out, bool accumulate, bool squares, const void* x, DT
   CT_CUDA_CHECK_LAUNCH("reduce_partials");
   reduce_final_kernel<<<1, kThreads, 0, stream>>>(out, accumulate, partials, blocks);
   CT_CUDA_CHECK_LAUNCH("reduce_final");
-}
-
-void launch_relu2_forward(void* y, const void* x, DType dtype, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
-  const bool vec8 = is_aligned16(y) && is_aligned16(x);
-  dispatch_compute(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    if (vec8) {
-      relu2_forward_vec8_kernel<<<grid_for(n / 8 + 1, kThreads), kThreads, 0, stream>>>(
-          static_cast<T*>(y), static_cast<const T*>(x), n);
-    } else {
-      relu2_forward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(static_cast<T*>(y),
-                                                                           static_cast<const T*>(x), n);
-    }
-  });
-  CT_CUDA_CHECK_LAUNCH("relu2_forward");
-}
-
-void launch_relu2_backward(void* dx, const void* dy, const void* x, DType dtype, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
-  const bool vec8 = is_aligned16(dx) && is_aligned16(dy) && is_aligned16(x);
-  dispatch_compute(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    if (vec8) {
-      relu2_backward_vec8_kernel<<<grid_for(n / 8 + 1, kThreads), kThreads, 0, stream>>>(
-          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), n);
-    } else {
-      relu2_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), n);
-    }
-  });
-  CT_CUDA_CHECK_LAUNCH("relu2_backward");
 }
 
 void launch_adamw(float* param, const float* grad, float* m, float* v, int64_t n, ScalarArg lr, ScalarArg beta1,
