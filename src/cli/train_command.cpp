@@ -12,6 +12,7 @@
 #include "cli/number_options.h"
 #include "train/recipe.h"
 #include "train/recipe_overrides.h"
+#include "train/run_layout.h"
 #include "train/trainer.h"
 #include "util/child_process.h"
 #include "util/clock.h"
@@ -121,8 +122,8 @@ void run_train(const std::string& program, const TrainArgs& a) {
               result.train_clock_seconds, result.startup_seconds, result.final_loss,
               result.last_eval_loss >= 0 ? str(", held-out loss ", result.last_eval_loss).c_str() : "");
   if (!result.checkpoint_dir.empty()) std::printf("checkpoint: %s\n", result.checkpoint_dir.string().c_str());
-  if (std::filesystem::exists(options.out_dir / "metrics.jsonl"))  // not for a run stopped in start-up
-    std::printf("metrics: %s\n", (options.out_dir / "metrics.jsonl").string().c_str());
+  if (std::filesystem::exists(options.out_dir / kMetricsFileName))  // not for a run stopped in start-up
+    std::printf("metrics: %s\n", (options.out_dir / kMetricsFileName).string().c_str());
   check(result.ok(), "train: ", result.error);
   if (result.stop_signal != 0) {
     std::printf("stopped by %s; continue with: %s\n", result.stop_signal == SIGINT ? "SIGINT" : "SIGTERM",

@@ -18,44 +18,47 @@ constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 double optional_number(const FieldReader& r, const std::string& key) { return r.number_or_nan(key); }
 
 // "time": wall-clock unix seconds, absent from logs written before it was added.
-double optional_time(const FieldReader& r) { return r.has("time") ? r.non_negative("time") : NAN; }
+double optional_time(const FieldReader& r) {
+  return r.has(metrics_field::kTime) ? r.non_negative(metrics_field::kTime) : NAN;
+}
 
 void parse_record(const Json& j, const std::string& where, MetricsLog& log) {
+  using namespace metrics_field;
   FieldReader r(j, where);
-  std::string kind = r.string("kind");
-  if (kind == "train") {
+  std::string kind = r.string(kKind);
+  if (kind == metrics_kind::kTrain) {
     TrainStepRecord s;
-    s.step = r.integer("step", 0, kMaxCount);
-    s.tokens = r.integer("tokens", 0, kMaxCount);
-    s.clock_seconds = r.non_negative("clock_seconds");
-    if (!r.has("loss")) r.fail_field("loss", "a number or null");
-    s.loss = r.number_or_nan("loss");
-    s.lr_factor = optional_number(r, "lr_factor");
-    s.grad_norm = optional_number(r, "grad_norm");
-    s.tokens_per_second = optional_number(r, "tokens_per_second");
-    s.flops_per_second = optional_number(r, "flops_per_second");
-    s.mfu = optional_number(r, "mfu");
-    s.of_matmul_ceiling = optional_number(r, "of_matmul_ceiling");
-    s.step_seconds = optional_number(r, "step_seconds");
-    s.in_clock = r.has("in_clock") ? r.boolean("in_clock") : s.clock_seconds > 0;
+    s.step = r.integer(kStep, 0, kMaxCount);
+    s.tokens = r.integer(kTokens, 0, kMaxCount);
+    s.clock_seconds = r.non_negative(kClockSeconds);
+    if (!r.has(kLoss)) r.fail_field(kLoss, "a number or null");
+    s.loss = r.number_or_nan(kLoss);
+    s.lr_factor = optional_number(r, kLrFactor);
+    s.grad_norm = optional_number(r, kGradNorm);
+    s.tokens_per_second = optional_number(r, kTokensPerSecond);
+    s.flops_per_second = optional_number(r, kFlopsPerSecond);
+    s.mfu = optional_number(r, kMfu);
+    s.of_matmul_ceiling = optional_number(r, kOfMatmulCeiling);
+    s.step_seconds = optional_number(r, kStepSeconds);
+    s.in_clock = r.has(kInClock) ? r.boolean(kInClock) : s.clock_seconds > 0;
     s.time = optional_time(r);
     log.train.push_back(s);
-  } else if (kind == "eval") {
+  } else if (kind == metrics_kind::kEval) {
     EvalRecord e;
-    e.step = r.integer("step", 0, kMaxCount);
-    e.tokens = r.has("tokens") ? r.integer("tokens", 0, kMaxCount) : 0;
-    e.clock_seconds = r.non_negative("clock_seconds");
-    e.split = r.string_or("split", "heldout");
-    if (!r.has("loss")) r.fail_field("loss", "a number or null");
-    e.loss = r.number_or_nan("loss");
+    e.step = r.integer(kStep, 0, kMaxCount);
+    e.tokens = r.has(kTokens) ? r.integer(kTokens, 0, kMaxCount) : 0;
+    e.clock_seconds = r.non_negative(kClockSeconds);
+    e.split = r.string_or(kSplit, metrics_split::kHeldout);
+    if (!r.has(kLoss)) r.fail_field(kLoss, "a number or null");
+    e.loss = r.number_or_nan(kLoss);
     e.time = optional_time(r);
     log.evals.push_back(e);
-  } else if (kind == "event") {
+  } else if (kind == metrics_kind::kEvent) {
     EventRecord e;
-    e.step = r.integer("step", 0, kMaxCount);
-    e.clock_seconds = r.has("clock_seconds") ? r.non_negative("clock_seconds") : 0;
-    e.event = r.string("event");
-    e.detail = r.string_or("detail", "");
+    e.step = r.integer(kStep, 0, kMaxCount);
+    e.clock_seconds = r.has(kClockSeconds) ? r.non_negative(kClockSeconds) : 0;
+    e.event = r.string(kEvent);
+    e.detail = r.string_or(kDetail, "");
     e.time = optional_time(r);
     log.events.push_back(e);
   } else {
@@ -107,7 +110,7 @@ int64_t count_nonfinite_losses(const MetricsLog& log) {
   for (const auto& e : log.evals)
     if (!std::isfinite(e.loss)) steps.insert(e.step);
   for (const auto& e : log.events)
-    if (e.event == kEventNonFinite) steps.insert(e.step);
+    if (e.event == metrics_event::kNonFinite) steps.insert(e.step);
   return static_cast<int64_t>(steps.size());
 }
 
@@ -118,7 +121,7 @@ std::optional<double> last_train_loss(const MetricsLog& log) {
 
 std::optional<double> last_heldout_loss(const MetricsLog& log) {
   for (auto it = log.evals.rbegin(); it != log.evals.rend(); ++it)
-    if (it->split == "heldout") return it->loss;
+    if (it->split == metrics_split::kHeldout) return it->loss;
   return std::nullopt;
 }
 

@@ -12,15 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "train/run_layout.h"  // the names it reads
+
 namespace ct {
-
-inline constexpr const char* kMetricsFileName = "metrics.jsonl";
-
-// The event names the trainer writes (docs/run-records.md).
-inline constexpr const char* kEventClockStart = "clock_start";
-inline constexpr const char* kEventCheckpoint = "checkpoint";
-inline constexpr const char* kEventNonFinite = "nonfinite";
-inline constexpr const char* kEventStop = "stop";
 
 struct TrainStepRecord {
   int64_t step = 0;

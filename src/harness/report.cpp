@@ -158,7 +158,7 @@ std::string charts_section(const ReportInputs& in) {
   }
   std::vector<double> eval_clock, eval_loss;
   for (const auto& e : m.evals)
-    if (e.split == "heldout") eval_clock.push_back(e.clock_seconds), eval_loss.push_back(e.loss);
+    if (e.split == metrics_split::kHeldout) eval_clock.push_back(e.clock_seconds), eval_loss.push_back(e.loss);
   std::vector<ChartMarker> budget;
   if (in.result) budget.push_back({in.result->budget_seconds, "budget"});
 
@@ -454,9 +454,9 @@ std::string render_report_html(const ReportInputs& in) {
   out += events_section(in.metrics);
   out += recipe_section(in);
   if (in.result) out += machine_section(*in.result);
-  const std::string sources = in.metrics_read && in.result ? "metrics.jsonl and result.json"
-                              : in.metrics_read           ? "metrics.jsonl"
-                                                          : "result.json";
+  const std::string sources = in.metrics_read && in.result ? str(kMetricsFileName, " and ", kResultFileName)
+                              : in.metrics_read           ? std::string(kMetricsFileName)
+                                                          : std::string(kResultFileName);
   out += "<footer>" + esc(str("report drawn by clocktrain ", kVersion, " from ", sources)) +
          "</footer>\n</main>\n</body>\n</html>\n";
   return out;

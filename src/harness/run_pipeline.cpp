@@ -290,7 +290,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   }
 
   // The checkpoint as saved, hashed before anything else can touch it.
-  const fs::path checkpoint = out.run_dir / "checkpoint";
+  const fs::path checkpoint = out.run_dir / kCheckpointDir;
   std::string saved_sha256;
   if (training.returned && !training.result.checkpoint_dir.empty() && fs::exists(checkpoint / kModelWeightsFile))
     saved_sha256 = sha256_file(checkpoint / kModelWeightsFile);
@@ -341,14 +341,14 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
       evaluation.val->tokens > 0) {
     try {
       MetricsWriter(out.run_dir / kMetricsFileName, -1)
-          .write(OrderedJson{{"kind", "eval"},
-                             {"step", training.result.steps},
-                             {"tokens", training.result.tokens},
-                             {"clock_seconds", training.result.train_clock_seconds},
-                             {"split", "val"},
-                             {"loss", evaluation.val->nats / evaluation.val->tokens},
-                             {"val_bpb", *evaluation.evidence.val_bpb},
-                             {"source", "clocktrain eval bpb"}});
+          .write(OrderedJson{{metrics_field::kKind, metrics_kind::kEval},
+                             {metrics_field::kStep, training.result.steps},
+                             {metrics_field::kTokens, training.result.tokens},
+                             {metrics_field::kClockSeconds, training.result.train_clock_seconds},
+                             {metrics_field::kSplit, metrics_split::kVal},
+                             {metrics_field::kLoss, evaluation.val->nats / evaluation.val->tokens},
+                             {metrics_field::kValBpb, *evaluation.evidence.val_bpb},
+                             {metrics_field::kSource, "clocktrain eval bpb"}});
     } catch (const std::exception& e) {
       out.notes.push_back(str("the val_bpb row of ", kMetricsFileName, " was not written: ", e.what()));
     }

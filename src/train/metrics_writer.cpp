@@ -16,18 +16,19 @@ namespace fs = std::filesystem;
 
 std::vector<std::pair<std::string, float>> tensorboard_scalars(const OrderedJson& row) {
   std::vector<std::pair<std::string, float>> out;
-  if (!row.is_object() || !row.contains("kind") || !row["kind"].is_string()) return out;
+  using namespace metrics_field;
+  if (!row.is_object() || !row.contains(kKind) || !row[kKind].is_string()) return out;
   auto add = [&](const char* field, const std::string& tag) {
     if (row.contains(field) && row[field].is_number()) out.emplace_back(tag, row[field].get<float>());
   };
-  const std::string kind = row["kind"].get<std::string>();
-  if (kind == "train") {
-    for (const char* field : {"loss", "lr_factor", "grad_norm", "tokens_per_second", "mfu", "step_seconds"})
+  const std::string kind = row[kKind].get<std::string>();
+  if (kind == metrics_kind::kTrain) {
+    for (const char* field : {kLoss, kLrFactor, kGradNorm, kTokensPerSecond, kMfu, kStepSeconds})
       add(field, str("train/", field));
-  } else if (kind == "eval") {
-    const std::string split = row.contains("split") && row["split"].is_string() ? row["split"].get<std::string>() : "eval";
-    add("loss", "eval/" + split + "_loss");
-    add("val_bpb", "eval/val_bpb");
+  } else if (kind == metrics_kind::kEval) {
+    const std::string split = row.contains(kSplit) && row[kSplit].is_string() ? row[kSplit].get<std::string>() : "eval";
+    add(kLoss, "eval/" + split + "_loss");
+    add(kValBpb, str("eval/", kValBpb));
   }
   return out;
 }
@@ -48,8 +49,8 @@ MetricsWriter::MetricsWriter(const fs::path& path, int64_t keep_through_step) : 
         // no run wrote (out_of_range: a number beyond double).
         continue;
       }
-      if (keep_through_step >= 0 && row.contains("step") && row["step"].is_number_integer() &&
-          row["step"].get<int64_t>() > keep_through_step)
+      if (keep_through_step >= 0 && row.contains(metrics_field::kStep) && row[metrics_field::kStep].is_number_integer() &&
+          row[metrics_field::kStep].get<int64_t>() > keep_through_step)
         continue;
       kept += line + "\n";
       kept_rows.push_back(std::move(row));
@@ -65,10 +66,11 @@ MetricsWriter::MetricsWriter(const fs::path& path, int64_t keep_through_step) : 
     for (const auto& entry : fs::directory_iterator(tensorboard))
       if (entry.path().filename().string().starts_with("events.out.tfevents.")) fs::remove(entry.path());
   events_ = std::make_unique<EventFileWriter>(tensorboard);
+  using metrics_field::kStep, metrics_field::kTime;
   for (const OrderedJson& row : kept_rows)
-    if (row.contains("step") && row["step"].is_number_integer())
-      events_->write_scalars(row.contains("time") && row["time"].is_number() ? row["time"].get<double>() : 0.0,
-                             row["step"].get<int64_t>(), tensorboard_scalars(row));
+    if (row.contains(kStep) && row[kStep].is_number_integer())
+      events_->write_scalars(row.contains(kTime) && row[kTime].is_number() ? row[kTime].get<double>() : 0.0,
+                             row[kStep].get<int64_t>(), tensorboard_scalars(row));
 }
 
 MetricsWriter::~MetricsWriter() {
@@ -79,7 +81,7 @@ void MetricsWriter::write(const OrderedJson& row) {
   if (!file_) return;
   // The wall-clock time beside the training clock, to line the log up with other logs (run-records.md).
   OrderedJson timed = row;
-  timed["time"] = unix_seconds();
+  timed[metrics_field::kTime] = unix_seconds();
   const std::string line = timed.dump() + "\n";
   // The crash tests kill the process with half a line on disk (the resumed run drops it).
   const size_t half = line.size() / 2;
@@ -88,13 +90,16 @@ void MetricsWriter::write(const OrderedJson& row) {
   ok = ok && std::fwrite(line.data() + half, 1, line.size() - half, file_) == line.size() - half &&
        std::fflush(file_) == 0;
   check(ok, path_.string(), ": write failed: ", std::strerror(errno));
-  if (timed.contains("step") && timed["step"].is_number_integer())
-    events_->write_scalars(timed["time"].get<double>(), timed["step"].get<int64_t>(), tensorboard_scalars(timed));
+  using metrics_field::kStep;
+  if (timed.contains(kStep) && timed[kStep].is_number_integer())
+    events_->write_scalars(timed[metrics_field::kTime].get<double>(), timed[kStep].get<int64_t>(),
+                           tensorboard_scalars(timed));
 }
 
 void MetricsWriter::event(int64_t step, double clock_seconds, const std::string& name, const std::string& detail) {
-  write(OrderedJson{{"kind", "event"}, {"step", step}, {"clock_seconds", clock_seconds}, {"event", name},
-                    {"detail", detail}});
+  using namespace metrics_field;
+  write(OrderedJson{{kKind, metrics_kind::kEvent}, {kStep, step}, {kClockSeconds, clock_seconds}, {kEvent, name},
+                    {kDetail, detail}});
 }
 
 }  // namespace ct

@@ -15,13 +15,11 @@
 #include <vector>
 
 #include "util/json.h"
+#include "train/run_layout.h"
 
 namespace ct {
 
 class EventFileWriter;
-
-// The folder, beside metrics.jsonl, that holds the run's TensorBoard event files.
-inline constexpr const char* kTensorBoardDir = "tensorboard";
 
 // The TensorBoard scalars of a metrics.jsonl row (tag, value): train rows give train/loss,
 // train/lr_factor, train/grad_norm, train/tokens_per_second, train/mfu, train/step_seconds; eval rows

@@ -29,8 +29,8 @@ constexpr const char* kRunIdentityFormat = "clocktrain-run-identity/1";
 
 // What a run leaves in its folder (train/trainer.h); anything else there is not the trainer's.
 const std::vector<std::string>& run_record_names() {
-  static const std::vector<std::string> names = {"metrics.jsonl", kTensorBoardDir, "train_summary.json",
-                                                 kRunIdentityFile, "checkpoint", "checkpoint.old"};
+  static const std::vector<std::string> names = {kMetricsFileName, kTensorBoardDir, kTrainSummaryFile,
+                                                 kRunIdentityFile, kCheckpointDir,  kCheckpointOldDir};
   return names;
 }
 
@@ -44,14 +44,14 @@ std::vector<std::string> records_in(const fs::path& dir) {
 
 bool holds_checkpoint(const fs::path& dir) {
   std::error_code ec;
-  return fs::exists(dir / "checkpoint", ec) || fs::exists(dir / "checkpoint.old", ec);
+  return fs::exists(dir / kCheckpointDir, ec) || fs::exists(dir / kCheckpointOldDir, ec);
 }
 
 // The folder's checkpoint: checkpoint/, or checkpoint.old where a crash between a checkpoint write's
 // two renames left only that (train/checkpoint.h).
 CheckpointIdentity folder_checkpoint_identity(const fs::path& dir) {
   std::error_code ec;
-  return read_checkpoint_identity(fs::exists(dir / "checkpoint", ec) ? dir / "checkpoint" : dir / "checkpoint.old");
+  return read_checkpoint_identity(fs::exists(dir / kCheckpointDir, ec) ? dir / kCheckpointDir : dir / kCheckpointOldDir);
 }
 
 // The folder's lineage: run_identity.json's, else its checkpoint's ("" when neither tells).
@@ -197,7 +197,7 @@ CheckpointIdentity read_checkpoint_identity(const fs::path& checkpoint_dir) {
 void check_folder_for_fresh_run(const fs::path& dir) {
   if (!holds_checkpoint(dir)) return;
   const CheckpointIdentity held = folder_checkpoint_identity(dir);
-  fail((dir / "checkpoint").string(), ": the run folder already holds a run (", describe(held.lineage, held.step),
+  fail((dir / kCheckpointDir).string(), ": the run folder already holds a run (", describe(held.lineage, held.step),
        "); choose a new --out, or --resume its checkpoint");
 }
 
@@ -223,7 +223,7 @@ fs::path claim_folder_for_fresh_run(const fs::path& dir) {
 void check_folder_for_resume(const fs::path& dir, const fs::path& checkpoint_dir, const CheckpointIdentity& checkpoint) {
   if (records_in(dir).empty()) return;  // a new folder continuing the run
   std::error_code ec;
-  const bool own_folder = fs::weakly_canonical(dir / "checkpoint", ec) == fs::weakly_canonical(checkpoint_dir, ec);
+  const bool own_folder = fs::weakly_canonical(dir / kCheckpointDir, ec) == fs::weakly_canonical(checkpoint_dir, ec);
   const std::string lineage = folder_lineage(dir);
   const CheckpointIdentity held = folder_checkpoint_identity(dir);
   const std::string resumed = str(checkpoint_dir.string(), " (", describe(checkpoint.lineage, checkpoint.step), ")");
@@ -241,7 +241,7 @@ void check_folder_for_resume(const fs::path& dir, const fs::path& checkpoint_dir
 void check_room_for_checkpoints(const fs::path& dir, const ModelConfig& model) {
   std::error_code ec;
   uint64_t present = 0;
-  for (fs::recursive_directory_iterator it(dir / "checkpoint", ec), end; !ec && it != end; it.increment(ec))
+  for (fs::recursive_directory_iterator it(dir / kCheckpointDir, ec), end; !ec && it != end; it.increment(ec))
     if (it->is_regular_file(ec)) present += it->file_size(ec);
   const uint64_t needed = 2 * checkpoint_bytes_upper_bound(model);
   const uint64_t free = free_bytes(dir);

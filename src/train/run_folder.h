@@ -18,11 +18,9 @@
 #include <string>
 
 #include "model/config.h"
+#include "train/run_layout.h"
 
 namespace ct {
-
-inline constexpr const char* kRunIdentityFile = "run_identity.json";
-inline constexpr const char* kRunLockFile = "run.lock";
 
 // 128 random bits as 32 lowercase hex digits.
 std::string new_lineage();

@@ -22,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/metrics_writer.h"
 #include "train/run_folder.h"
+#include "train/run_layout.h"
 #include "train/train_step.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -271,14 +272,14 @@ void Run::remove_folder_made_for_nothing() {
 
 void Run::open_records(int64_t keep_through_step) {
   if (writer()) write_run_identity(options_.out_dir, lineage_, options_.resume_dir);
-  log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / "metrics.jsonl" : fs::path(), keep_through_step);
+  log_ = std::make_unique<MetricsWriter>(writer() ? options_.out_dir / kMetricsFileName : fs::path(), keep_through_step);
 }
 
 void Run::record_failure(const std::string& error) {
   result_.error = error;
   result_.stop_reason = StopReason::error;
   try {
-    if (log_) log_->event(progress_.step, progress_.clock_seconds, "stop", str("error: ", error));
+    if (log_) log_->event(progress_.step, progress_.clock_seconds, metrics_event::kStop, str("error: ", error));
     finish_records();
   } catch (const Error&) {
     // the failure may be the disk itself; the error is thrown on as it is
@@ -390,12 +391,13 @@ bool Run::step() {
     ++progress_.nonfinite_steps;
     const std::string message = str("step ", step_number, ": ", bad, "; the step was not applied");
     if (r.nan_policy == NanPolicy::stop) {
-      log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; the run stops (nan_policy stop)");
+      log_->event(step_number, progress_.clock_seconds, metrics_event::kNonFinite,
+                  message + "; the run stops (nan_policy stop)");
       result_.error = message + " (nan_policy \"stop\")";
       result_.stop_reason = StopReason::nonfinite;
       return false;
     }
-    log_->event(step_number, progress_.clock_seconds, "nonfinite", message + "; skipped (nan_policy skip)");
+    log_->event(step_number, progress_.clock_seconds, metrics_event::kNonFinite, message + "; skipped (nan_policy skip)");
   }
 
   // The clock starts once the startup steps are done (or at once when there are none).
@@ -412,7 +414,7 @@ bool Run::step() {
     }
     clock_running_ = true;
     recent_step_seconds_.push_back(step_seconds);  // a first (pessimistic) estimate for the budget check
-    log_->event(step_number, progress_.clock_seconds, "clock_start", str("startup ", format_fixed(startup, 1), " s"));
+    log_->event(step_number, progress_.clock_seconds, metrics_event::kClockStart, str("startup ", format_fixed(startup, 1), " s"));
   }
   show_progress(loss);
   return true;
@@ -421,22 +423,23 @@ bool Run::step() {
 void Run::write_train_row(double loss, double lr, double grad_norm, double step_seconds, bool in_clock,
                           double reduction_wait_seconds) {
   const double flops_per_second = result_.flops_per_token * last_tokens_per_second_;
-  OrderedJson row{{"kind", "train"},
-                  {"step", progress_.step},
-                  {"tokens", progress_.tokens},
-                  {"clock_seconds", progress_.clock_seconds},
-                  {"loss", std::isfinite(loss) ? Json(loss) : Json(nullptr)},
-                  {"lr_factor", lr},
-                  {"grad_norm", std::isfinite(grad_norm) ? Json(grad_norm) : Json(nullptr)},
-                  {"tokens_per_second", last_tokens_per_second_},
-                  {"flops_per_second", flops_per_second},
-                  {"mfu", result_.peak_flops > 0 ? Json(flops_per_second / result_.peak_flops) : Json(nullptr)},
-                  {"of_matmul_ceiling", result_.matmul_ceiling_flops > 0
-                                            ? Json(flops_per_second / result_.matmul_ceiling_flops)
-                                            : Json(nullptr)},
-                  {"step_seconds", step_seconds},
-                  {"in_clock", in_clock}};
-  if (world_ > 1) row["reduction_wait_seconds"] = reduction_wait_seconds;  // rank 0's (train_step.h)
+  using namespace metrics_field;
+  OrderedJson row{{kKind, metrics_kind::kTrain},
+                  {kStep, progress_.step},
+                  {kTokens, progress_.tokens},
+                  {kClockSeconds, progress_.clock_seconds},
+                  {kLoss, std::isfinite(loss) ? Json(loss) : Json(nullptr)},
+                  {kLrFactor, lr},
+                  {kGradNorm, std::isfinite(grad_norm) ? Json(grad_norm) : Json(nullptr)},
+                  {kTokensPerSecond, last_tokens_per_second_},
+                  {kFlopsPerSecond, flops_per_second},
+                  {kMfu, result_.peak_flops > 0 ? Json(flops_per_second / result_.peak_flops) : Json(nullptr)},
+                  {kOfMatmulCeiling, result_.matmul_ceiling_flops > 0
+                                         ? Json(flops_per_second / result_.matmul_ceiling_flops)
+                                         : Json(nullptr)},
+                  {kStepSeconds, step_seconds},
+                  {kInClock, in_clock}};
+  if (world_ > 1) row[kReductionWaitSeconds] = reduction_wait_seconds;  // rank 0's (train_step.h)
   log_->write(row);
 }
 
@@ -491,20 +494,21 @@ double Run::heldout_loss() {
       }
   }
   const double loss = count > 0 ? total / static_cast<double>(count) : 0.0;
-  log_->write(OrderedJson{{"kind", "eval"},
-                          {"step", progress_.step},
-                          {"tokens", progress_.tokens},
-                          {"clock_seconds", progress_.clock_seconds},
-                          {"split", "heldout"},
-                          {"loss", std::isfinite(loss) ? Json(loss) : Json(nullptr)},
-                          {"eval_tokens", count}});
+  using namespace metrics_field;
+  log_->write(OrderedJson{{kKind, metrics_kind::kEval},
+                          {kStep, progress_.step},
+                          {kTokens, progress_.tokens},
+                          {kClockSeconds, progress_.clock_seconds},
+                          {kSplit, metrics_split::kHeldout},
+                          {kLoss, std::isfinite(loss) ? Json(loss) : Json(nullptr)},
+                          {kEvalTokens, count}});
   result_.last_eval_loss = loss;
   last_eval_step_ = progress_.step;
   return loss;
 }
 
 void Run::save_checkpoint() {
-  const fs::path dir = options_.out_dir / "checkpoint";
+  const fs::path dir = options_.out_dir / kCheckpointDir;
   result_.checkpoint_dir = dir;
   optimizer_->gather_state();  // a sharded optimizer's state from its owners (every process calls this)
   if (!writer()) return;       // every process now holds the same weights and optimizer state
@@ -521,14 +525,14 @@ void Run::save_checkpoint() {
     const std::string message = str("the checkpoint of step ", progress_.step, " was not written (", e.what(),
                                     "); any previous checkpoint in ", dir.string(), " is intact");
     try {
-      log_->event(progress_.step, progress_.clock_seconds, "checkpoint_failed", message);
+      log_->event(progress_.step, progress_.clock_seconds, metrics_event::kCheckpointFailed, message);
     } catch (const Error&) {
       // the metrics file is on the same full disk
     }
     throw Error(message);
   }
   last_checkpoint_wall_ = monotonic_seconds();
-  log_->event(progress_.step, progress_.clock_seconds, "checkpoint", dir.string());
+  log_->event(progress_.step, progress_.clock_seconds, metrics_event::kCheckpoint, dir.string());
 }
 
 TrainResult Run::execute() {
@@ -545,7 +549,7 @@ TrainResult Run::execute() {
     result_.stop_reason = StopReason::signal;
     result_.checkpoint_dir = options_.resume_dir;  // still the one to continue from (none for a fresh run)
     remove_folder_made_for_nothing();
-    if (log_) log_->event(progress_.step, progress_.clock_seconds, "stop", "signal during start-up");
+    if (log_) log_->event(progress_.step, progress_.clock_seconds, metrics_event::kStop, "signal during start-up");
     finish_records();
     return result_;
   }
@@ -560,7 +564,7 @@ TrainResult Run::execute() {
     } else if (!trained) {
       result_.checkpoint_dir = options_.resume_dir;  // still the one to continue from (none for a fresh run)
     }
-    log_->event(progress_.step, progress_.clock_seconds, "stop",
+    log_->event(progress_.step, progress_.clock_seconds, metrics_event::kStop,
                 result_.ok() ? std::string(stop_reason_name(result_.stop_reason))
                              : str(stop_reason_name(result_.stop_reason), ": ", result_.error));
   } catch (const Error& e) {
@@ -582,7 +586,7 @@ void Run::train_until_stopped() {
   if (r.startup_steps == 0) {
     progress_.startup_seconds += startup_watch_.seconds();
     clock_running_ = true;
-    log_->event(progress_.step, progress_.clock_seconds, "clock_start",
+    log_->event(progress_.step, progress_.clock_seconds, metrics_event::kClockStart,
                 str("startup ", format_fixed(startup_watch_.seconds(), 1), " s"));
   }
   while (true) {
@@ -647,7 +651,7 @@ void Run::finish_records() {
   result_.startup_seconds = progress_.startup_seconds;
   result_.nonfinite_steps = progress_.nonfinite_steps;
   if (loader_) result_.shards_read = loader_->shards_read();
-  if (writer() && log_) write_file_atomic(options_.out_dir / "train_summary.json", to_json(result_).dump(2) + "\n");
+  if (writer() && log_) write_file_atomic(options_.out_dir / kTrainSummaryFile, to_json(result_).dump(2) + "\n");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ TEST(Metrics, ReadsEveryKind) {
   ASSERT_EQ(log.train.size(), 12u);
   EXPECT_EQ(log.evals.size(), 2u);
   ASSERT_EQ(log.events.size(), 2u);
-  EXPECT_EQ(log.events[0].event, kEventClockStart);
+  EXPECT_EQ(log.events[0].event, metrics_event::kClockStart);
   EXPECT_EQ(log.events[0].detail, "startup 11.2 s");
   EXPECT_EQ(log.train[11].step, 12);
   EXPECT_EQ(log.train[11].tokens, 12 * 16384);
@@ -57,7 +57,7 @@ TEST(Metrics, DocumentedExamplesParse) {
   EXPECT_TRUE(log.train.at(0).in_clock);
 }
 
-// "time" (wall-clock unix seconds, issue 45) is read where present and NaN where a log predates it;
+// "time" (wall-clock unix seconds) is read where present and NaN where a log predates it;
 // "in_clock" tells the startup steps, and a log without it counts the steps at clock 0 as startup.
 TEST(Metrics, WallClockTimeAndInClockAreRead) {
   std::string text =
