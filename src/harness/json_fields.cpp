@@ -13,16 +13,6 @@ std::string json_excerpt(const Json& value) {
   return text;
 }
 
-Json parse_json_text(const std::string& text, const std::string& where) {
-  try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, ": invalid JSON at byte ", e.byte, ": ", e.what());
-  } catch (const nlohmann::json::exception& e) {
-    fail(where, ": invalid JSON: ", e.what());
-  }
-}
-
 FieldReader::FieldReader(const Json& object, std::string where, std::string path)
     : object_(object), where_(std::move(where)), path_(std::move(path)) {
   if (!object_.is_object()) {

@@ -46,9 +46,6 @@ class FieldReader {
   std::string path_;
 };
 
-// Parses JSON text; any parse or range error (e.g. 1e999) becomes a ct::Error naming `where`.
-Json parse_json_text(const std::string& text, const std::string& where);
-
 // A short, printable rendering of a JSON value for error messages (at most ~40 characters).
 std::string json_excerpt(const Json& value);
 

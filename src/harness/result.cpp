@@ -299,7 +299,7 @@ fs::path resolve_result_path(const fs::path& path) {
 
 RunResult read_result_file(const fs::path& path) {
   fs::path file = resolve_result_path(path);
-  Json j = parse_json_text(read_file(file), file.string());
+  Json j = read_json_file(file);
   return result_from_json(j, file.string());
 }
 

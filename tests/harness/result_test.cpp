@@ -246,7 +246,7 @@ TEST(Result, RandomlyCorruptedFilesFailCleanly) {
       if (text.empty()) text = "x";
     }
     try {
-      Json j = parse_json_text(text, "fuzz.json");
+      Json j = json_from_text(text, "fuzz.json");
       RunResult r = result_from_json(j, "fuzz.json");
       ++accepted;
       EXPECT_NO_THROW(result_from_json(Json::parse(result_to_json(r).dump()), "again"));
