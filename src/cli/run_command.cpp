@@ -25,22 +25,15 @@ namespace {
 // The exit status of a run whose gate failed (1 is an error before or outside the run).
 constexpr int kGateFailedExitCode = 3;
 
+// The command line: the pipeline's options bound where they are plain values (run_pipeline.h),
+// and what needs the command's own handling (given or not, resolved, inverted, planned).
 struct RunArgs {
-  std::string recipe, data, out, cache = kDefaultCacheDir;
+  RunPipelineOptions pipeline;
+  std::string recipe, data, cache = kDefaultCacheDir;  // cache: a string, so that --help shows it unquoted
   double budget = 0;
   int64_t seed = 0;  // read when --seed was given
   int threads = 0;   // read when --threads was given
-  int round = 1;
-  bool core = false;
-  bool practice = false;
-  std::string baseline = kDefaultBaselineRevision;
-  int64_t max_per_task = 0;
-  double core_timeout = 3600;
-  int64_t shard_tokens = RunPipelineOptions{}.shard_tokens;
-  int64_t heldout_tokens = RunPipelineOptions{}.heldout_tokens;
   bool no_progress = false;
-  double log_every_seconds = RunPipelineOptions{}.log_every_seconds;
-  int64_t log_every_steps = RunPipelineOptions{}.log_every_steps;
   bool plan = false;
   std::string plan_backend = "cpu", plan_model;
   std::vector<int64_t> plan_depths;
@@ -55,7 +48,7 @@ double round_budget_seconds(int round) { return round == 2 ? 4 * 3600.0 : 1800.0
 void plan_the_run(const RunArgs& a, bool budget_given, RunPipelineOptions& o) {
   check(a.recipe.empty(), "clocktrain run: --plan plans the recipe; give no RECIPE (got ", a.recipe, ")");
   lab::PlanOptions p;
-  p.budget_seconds = budget_given ? a.budget : round_budget_seconds(a.round);
+  p.budget_seconds = budget_given ? a.budget : round_budget_seconds(a.pipeline.round);
   p.backend = a.plan_backend;
   p.threads = o.threads.value_or(0);
   p.loss_model = a.plan_model;
@@ -78,26 +71,15 @@ void plan_the_run(const RunArgs& a, bool budget_given, RunPipelineOptions& o) {
 }
 
 void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_given) {
-  RunPipelineOptions o;
+  RunPipelineOptions o = a.pipeline;
   o.recipe_path = a.recipe;
   if (budget_given) o.budget_seconds = a.budget;
   if (seed_given) o.seed = static_cast<uint64_t>(a.seed);
   if (threads_given) o.threads = a.threads;
   o.data_dir = resolve_data_dir(a.data);
-  o.out_dir = a.out;
   o.cache_dir = a.cache;
-  o.round = a.round;
-  o.core = a.core;
-  o.practice = a.practice;
-  o.baseline_revision = a.baseline;
-  o.core_max_per_task = a.max_per_task;
-  o.core_timeout_seconds = a.core_timeout;
   o.evaluator_binary = current_executable();
-  o.shard_tokens = a.shard_tokens;
-  o.heldout_tokens = a.heldout_tokens;
   o.progress = !a.no_progress;
-  o.log_every_seconds = a.log_every_seconds;
-  o.log_every_steps = a.log_every_steps;
   if (a.plan) plan_the_run(a, budget_given, o);
   // Data parallel (mpirun, torchrun): rank 0 speaks for the job; the others train silently (errors still print).
   std::ostream discard(nullptr);  // no buffer: every write is dropped
@@ -147,34 +129,34 @@ void add_run_command(CLI::App& app) {
   auto* threads = cmd->add_option("--threads", args->threads, "CPU threads (default: every core, as the gate requires)")
                       ->check(thread_count_option());
   cmd->add_option("--data", args->data, "The shipped data folder: corpus/, val/, eval_bundle/ (default: $CLOCKTRAIN_DATA or ../shared/data)");
-  cmd->add_option("--out", args->out, "Run folder (default runs/<recipe>-<UTC time>)");
+  cmd->add_option("--out", args->pipeline.out_dir, "Run folder (default runs/<recipe>-<UTC time>)");
   cmd->add_option("--cache", args->cache, "Folder of prepared data, one sub-folder per content hash")->capture_default_str();
-  cmd->add_flag("--core", args->core, "Also evaluate CORE (always in round 2)");
-  cmd->add_option("--round", args->round, "Competition round: 1 (val_bpb) or 2 (4 h, every device, CORE)")
+  cmd->add_flag("--core", args->pipeline.core, "Also evaluate CORE (always in round 2)");
+  cmd->add_option("--round", args->pipeline.round, "Competition round: 1 (val_bpb) or 2 (4 h, every device, CORE)")
       ->check(CLI::IsMember({1, 2}))
       ->capture_default_str();
-  cmd->add_flag("--practice", args->practice,
+  cmd->add_flag("--practice", args->pipeline.practice,
                 "A practice run: round 2's 4-hour budget and full CORE are not required; marked so in result.json "
                 "and never ranked by the board with real runs");
-  cmd->add_option("--baseline", args->baseline,
+  cmd->add_option("--baseline", args->pipeline.baseline_revision,
                   "Git revision the tie-break's changed source lines are counted against (in the tree the binary "
                   "was built from)")
       ->capture_default_str();
-  cmd->add_option("--max-per-task", args->max_per_task, "CORE: the first N shuffled rows of each task (0 = all)")
+  cmd->add_option("--max-per-task", args->pipeline.core_max_per_task, "CORE: the first N shuffled rows of each task (0 = all)")
       ->check(integer_in(0))
       ->capture_default_str();
-  cmd->add_option("--core-timeout", args->core_timeout, "Round 2: seconds CORE may take before the gate fails")
+  cmd->add_option("--core-timeout", args->pipeline.core_timeout_seconds, "Round 2: seconds CORE may take before the gate fails")
       ->check(number_above(0, true))
       ->capture_default_str();
-  cmd->add_option("--shard-tokens", args->shard_tokens, "Preparation: tokens per shard")
+  cmd->add_option("--shard-tokens", args->pipeline.shard_tokens, "Preparation: tokens per shard")
       ->check(integer_in(1))
       ->capture_default_str();
-  cmd->add_option("--heldout-tokens", args->heldout_tokens, "Preparation: tokens held out for the trainer's loss")
+  cmd->add_option("--heldout-tokens", args->pipeline.heldout_tokens, "Preparation: tokens held out for the trainer's loss")
       ->check(integer_in(0))
       ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress,
                 "No progress: neither status lines (on a terminal) nor progress lines (otherwise)");
-  add_log_every_options(cmd, args->log_every_seconds, args->log_every_steps);
+  add_log_every_options(cmd, args->pipeline.log_every_seconds, args->pipeline.log_every_steps);
   auto* plan_depths = cmd->add_option("--plan-depths", args->plan_depths, "With --plan: the candidate depths")
                           ->delimiter(',')
                           ->check(CLI::Range(int64_t{1}, int64_t{4096}));
