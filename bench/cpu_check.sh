@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The measurements a CPU's row in docs/performance.md needs, in one command, at the CPU's own level or
 # at a lowered one (CLOCKTRAIN_CPU_MAX_ISA): what a session on a CPU not measured before (an AVX2-only
-# one, issue 19) runs first. Stages, each logged under OUT (default runs/cpu-check-<level>-<date>):
+# one) runs first. Stages, each logged under OUT (default runs/cpu-check-<level>-<date>):
 #   machine   lscpu's model and flags, the commit, CLOCKTRAIN_CPU_MAX_ISA and the libraries' variables
 #             set (OPENBLAS_*, BLIS_*, OMP_*, ...); clocktrain's level and device description head
 #             each bench's output below

@@ -229,7 +229,7 @@ fi
 stage torch 160 env PYTHONUNBUFFERED=1 python3 bench/torch_gpu_reference.py --steps 15 --warmup 3 --json "$work/torch.json"
 
 # ---- plan ----
-# The planner on the device (docs/plan.md; issue 43, item 5): the candidate depths' step times on this
+# The planner on the device (docs/plan.md): the candidate depths' step times on this
 # GPU and the plan for 30 minutes of training clock here, by the committed loss model. Its JSON (the
 # last line of plan.log) is a table of step times: `clocktrain plan --step-times` replans from it on
 # any machine.

@@ -5,7 +5,7 @@
 # alternated ROUNDS times in one invocation (side by side on a shared machine), STEPS steps each.
 # Prints, per layout, the median tokens/s over the runs' timed steps (the training clock's, startup
 # excluded), the ratio to 1 x 2, and for 2 x 1 the median time rank 0 waited for the reductions
-# after its backward pass (metrics.jsonl's reduction_wait_seconds). Target (issue 20): 2 x 1 >= 0.9x
+# after its backward pass (metrics.jsonl's reduction_wait_seconds). Target: 2 x 1 >= 0.9x
 # the throughput of 1 x 2.
 # torchrun: TORCHRUN names one; by default PyTorch 2's from build/torch2-venv (bench/torch2_venv.sh)
 # when there, else tests/parallel/torchrun_standin.py (the same variables and store; the launcher

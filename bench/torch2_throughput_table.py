@@ -1,6 +1,6 @@
 """The summary of bench/torch2_throughput.sh: from the runs' JSON lines (train_throughput_bench's and
 torch_reference.py's), the median tokens/s of clocktrain, PyTorch 2 eager and PyTorch 2 compiled per
-recipe and precision, the ratios, and issue 23's targets: clocktrain >= 1.5x eager, >= 1.2x compiled.
+recipe and precision, the ratios, and the targets: clocktrain >= 1.5x eager, >= 1.2x compiled.
 
 usage: torch2_throughput_table.py RESULTS_JSONL
 """

@@ -18,7 +18,7 @@
 #     the benches' own; TORCH2_VENV=build/torch2-venv), eager and torch.compile (MODES="eager
 #     compile"), in each precision (bf16: torch.autocast(bfloat16); PRECISIONS defaults to f32 alone
 #     where the CPU has no bf16 engine, AVX512-BF16 or AMX). Prints the machine (CPU model, ISA flags,
-#     versions) first and the table of bench/torch2_throughput_table.py (issue 23's targets: >= 1.5x
+#     versions) first and the table of bench/torch2_throughput_table.py (the targets: >= 1.5x
 #     eager, >= 1.2x compiled). torch.compile's compilation happens in the warm-up step, outside the
 #     measured ones (startup, as in clocktrain's training clock); its time is printed with each run.
 #     bench/torch2_throughput.sh is this script with TORCH=venv.

@@ -46,6 +46,21 @@ inline bool python_has(const std::string& modules) {
   return std::system((python() + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
+// Whether a test may skip for want of a Python reference: not under the test command
+// (scripts/test.sh sets CLOCKTRAIN_TESTS_COMPLETE=1 once install-deps.sh has installed every one).
+inline bool references_required() { return env_or("CLOCKTRAIN_TESTS_COMPLETE", "") == "1"; }
+
+// In a test body: when the system python3 cannot import `modules` (space separated), a skip that says
+// `why`, or a failure where the references are required (references_required()).
+#define CT_NEED_PYTHON_MODULES(modules, why)                                                     \
+  do {                                                                                           \
+    if (!::ct::test::python_has(modules)) {                                                      \
+      if (::ct::test::references_required())                                                     \
+        FAIL() << (why) << "; the test command installs it (scripts/install-deps.sh)";          \
+      GTEST_SKIP() << (why);                                                                     \
+    }                                                                                            \
+  } while (0)
+
 // The message of the ct::Error that fn() throws, or "" when it throws none.
 template <typename Fn>
 std::string error_of(Fn&& fn) {

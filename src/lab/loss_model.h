@@ -1,5 +1,5 @@
 #pragma once
-// The loss model (issue 43, item 2): val_bpb as a function of the model's size N and the tokens it
+// The loss model (docs/lab.md): val_bpb as a function of the model's size N and the tokens it
 // trained on D, a Chinchilla-style law (Hoffmann et al. 2022, eq. 2)
 //
 //   val_bpb(N, D) = E + A / N^alpha + B / D^beta,     E, A, B >= 0, alpha, beta in [0.02, 2],

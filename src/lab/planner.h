@@ -1,5 +1,5 @@
 #pragma once
-// The planner (issue 43, item 3; docs/plan.md): which depth gives the lowest val_bpb for S seconds of
+// The planner (docs/plan.md): which depth gives the lowest val_bpb for S seconds of
 // training clock on this machine. For each candidate depth (docs/model.md, "One dial") it takes the
 // step time (measured here on random tokens, startup excluded as the training clock excludes it, or
 // read from a recorded table), converts it to the tokens a timed run of S seconds trains, and predicts

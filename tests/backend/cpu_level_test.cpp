@@ -69,7 +69,7 @@ TEST(CpuPeak, FlopPerCycleFollowsTheVendorsTables) {
   const CpuInfo haswell = cpu_of("GenuineIntel", 6, 0x3c);
   EXPECT_EQ(f32_flops_per_cycle(zen1, CpuLevel::avx2), 16);  // two 128-bit FMA units
   EXPECT_EQ(f32_flops_per_cycle(zen2, CpuLevel::avx2), 32);
-  EXPECT_EQ(f32_flops_per_cycle(zen3, CpuLevel::avx2), 32);  // issue 19's EPYC: 2 x 8 lanes x 2
+  EXPECT_EQ(f32_flops_per_cycle(zen3, CpuLevel::avx2), 32);  // a Zen 3 EPYC: 2 x 8 lanes x 2
   EXPECT_EQ(f32_flops_per_cycle(zen4, CpuLevel::avx512_bf16), 32);  // AVX-512 in two 256-bit halves
   EXPECT_EQ(bf16_flops_per_cycle(zen4, CpuLevel::avx512_bf16), 64);
   EXPECT_EQ(f32_flops_per_cycle(zen5, CpuLevel::avx512_bf16), 64);

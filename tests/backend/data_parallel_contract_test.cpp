@@ -1,5 +1,5 @@
-// What the device interface promises about data parallelism: no collective of it does nothing quietly
-// (issue 44). The host collectives belong to the job's process group; a backend joins a launched job
+// What the device interface promises about data parallelism: no collective of it does nothing quietly.
+// The host collectives belong to the job's process group; a backend joins a launched job
 // only as the process the launcher started.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The top level of the command line (issue 45): --version, a mistyped command named with the closest
+// The top level of the command line: --version, a mistyped command named with the closest
 // one, and usage lines that name the program as typed, not the binary's path.
 #include <gmock/gmock.h>
 

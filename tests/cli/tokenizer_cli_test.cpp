@@ -90,8 +90,8 @@ TEST_F(TokenizerCli, EncodeFileRoundTripsArbitraryBytes) {
   EXPECT_EQ(dec.output, bytes);
 }
 
-// encode | decode through standard input and files gives a file back byte for byte (issue 45): decode
-// read ids only as arguments and added a newline, and `encode --file -` failed.
+// encode | decode through standard input and files gives a file back byte for byte: decode reads ids
+// from a file or stdin and adds no newline, and `encode --file -` reads stdin.
 TEST_F(TokenizerCli, EncodeAndDecodeRoundTripAFileThroughStdinAndFiles) {
   std::string bytes = "First line, caf\xC3\xA9.\n\n  indented\tand tabbed\r\nno newline at the end";
   for (int i = 0; i < 500; ++i) bytes += static_cast<char>((i * 131) % 256);
@@ -137,7 +137,7 @@ TEST_F(TokenizerCli, InfoDescribesTheTokenizer) {
 
 // Token ids of corpus prose agree with the independent Python reader (tiktoken when importable).
 TEST_F(TokenizerCli, PythonReaderAgreesOnProse) {
-  if (!test::python_has("regex")) GTEST_SKIP() << "python3-regex is not importable";
+  CT_NEED_PYTHON_MODULES("regex", "python3-regex is not importable");
   // The prose excerpts stored with the pre-tokenizer golden vectors, decoded by python.
   const fs::path texts = dir_->path() / "prose.json";
   const auto golden = test::source_dir() / "tests/golden/pretokenize.jsonl";

@@ -159,7 +159,7 @@ TEST_F(DamagedShard, ForeignFileAndTooShort) {
 
 // modded-nanogpt and llm.c read shards with numpy as below; ours must load there unchanged.
 TEST(Shard, ReadableTheWayModdedNanogptReadsIt) {
-  if (!test::python_has("numpy")) GTEST_SKIP() << "system python3 lacks numpy";
+  CT_NEED_PYTHON_MODULES("numpy", "system python3 lacks numpy");
   TempDir dir;
   std::vector<int32_t> tokens;
   for (int i = 0; i < 1000; ++i) tokens.push_back((i * 7919) % 65536);

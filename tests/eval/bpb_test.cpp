@@ -190,7 +190,7 @@ TEST(Bpb, KnownAnswerIndependentOfRowsPerCallAndThreads) {
 }
 
 // A model whose loss is NaN at one target (a NaN weight that only some tokens reach, an overflow):
-// val_bpb was printed as nan with exit 0 (issue 42); it is an error naming where.
+// never a val_bpb of nan with exit 0, but an error naming where.
 TEST(Bpb, ANonFiniteLossIsAnErrorNamingTheTarget) {
   class NanAtC final : public SequenceScorer {
    public:

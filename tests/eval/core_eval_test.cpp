@@ -277,8 +277,8 @@ TEST(CoreEval, FewShotsFromFewRowsAndMaxPerTask) {
   EXPECT_THROW(evaluate_core(bundle, enc, fake, CoreOptions{.tasks = {"nope"}}), Error);
 }
 
-// A model whose losses are NaN gave a finite CORE (a NaN mean loss never wins, so the first choice
-// did), exit 0 (issue 42): an error naming the task, the row and the position.
+// A model whose losses are NaN would give a finite CORE (a NaN mean loss never wins, so the first
+// choice would): it is an error naming the task, the row and the position.
 TEST(CoreEval, ANonFiniteLossIsAnError) {
   class NanScorer final : public SequenceScorer {
    public:

@@ -17,7 +17,7 @@ namespace {
 // Python: its own byte-pair merge of the same files).
 void expect_parity(const fs::path& bundle_dir, int64_t max_per_task, int64_t max_len,
                    const fs::path& tokenizer_dir = {}) {
-  if (!test::python_has("yaml jinja2 regex")) GTEST_SKIP() << "python3 lacks yaml, jinja2 or regex";
+  CT_NEED_PYTHON_MODULES("yaml jinja2 regex", "python3 lacks yaml, jinja2 or regex");
   test::TempDir dir;
   auto bundle = load_core_bundle(bundle_dir);
   test::ToyEncoder toy;

@@ -151,8 +151,8 @@ TEST_F(EvalCli, SampleIsSeededAndGreedyMatchesTheLibrary) {
   EXPECT_EQ(a.output, b.output);
 }
 
-// sample's options are checked before anything is printed (issue 45): --max-tokens -1 was accepted and
-// --temperature -1 printed the prompt before failing.
+// sample's options are checked before anything is printed: --max-tokens -1 is refused, and
+// --temperature -1 fails before the prompt is printed.
 TEST_F(EvalCli, SampleRefusesBadOptionsBeforeAnyOutput) {
   const std::string cmd = bin() + " sample " + ckpt() + " --backend cpu --prompt 'PROMPT-TEXT'";
   for (const std::string bad : {" --max-tokens -1", " --max-tokens 0", " --temperature -1", " --temperature nan",
@@ -196,7 +196,7 @@ TEST_F(EvalCli, AnOutThatCannotBeWrittenIsRefusedBeforeEvaluating) {
 }
 
 // A changed byte in any file the evaluators read is refused naming the file, by eval and sample
-// alike (issue 42). Each change is one the readers accepted before: the sign of the last weight, a
+// alike. Each change is one a reader could take for valid data: the sign of the last weight, a
 // space of a JSON file turned into a tab, the tiktoken file's last newline into a carriage return.
 TEST_F(EvalCli, AChangedByteInACheckpointFileIsRefusedNamingTheFile) {
   const auto offset_of = [&](const std::string& file, const std::string& text) {
@@ -238,8 +238,8 @@ TEST_F(EvalCli, AChangedByteInACheckpointFileIsRefusedNamingTheFile) {
 }
 
 // A NaN weight written as such (SHA256SUMS agrees) in a row the validation text never reaches (the
-// <|end|> token's embedding): eval bpb and CORE printed a score from it and exited 0 (issue 42).
-// Every command that loads the model refuses it, naming the tensor and the element.
+// <|end|> token's embedding), which no score may come from: every command that loads the model
+// refuses it, naming the tensor and the element.
 TEST_F(EvalCli, ANonFiniteWeightIsRefusedNamingTheTensor) {
   const int64_t end_token = test::small_tokenizer().vocab_size() - 1, n_embd = 32;
   make_tiny_checkpoint(dir_ / "nan", 0, [&](GPT& model) {
@@ -266,7 +266,7 @@ TEST_F(EvalCli, CoreDumpMatchesTorchReference) {
   // float-rounding ties.
   const auto ref = test::source_dir() / "tests/python/reference_gpt.py";
   if (!fs::exists(ref)) GTEST_SKIP() << ref << " is not there yet";
-  if (!test::python_has("torch yaml jinja2 regex")) GTEST_SKIP() << "python3 lacks torch, yaml, jinja2 or regex";
+  CT_NEED_PYTHON_MODULES("torch yaml jinja2 regex", "python3 lacks torch, yaml, jinja2 or regex");
   const std::string bundle = (test::source_dir() / "tests/data/core_small").string();
   const auto cpp = dir_ / "cpp.json", py = dir_ / "py.json";
   auto c = test::run_command(bin() + " eval core " + ckpt() + " --bundle " + bundle + " --backend cpu --dump-prompts " +

@@ -267,7 +267,7 @@ TEST(Sampling, PickNextToken) {
     EXPECT_TRUE(t == 0 || t == 2);
   }
   EXPECT_THROW(pick_next_token({1.f}, -1.0, 0, rng), Error);
-  // Non-finite logits printed control bytes with exit 0 (issue 42): an error, at any temperature.
+  // Non-finite logits are an error at any temperature (never a sampled token, never control bytes).
   for (const double temperature : {0.0, 1.0}) {
     const std::string e = test::error_of([&] { pick_next_token({0.f, std::nanf(""), 1.f}, temperature, 0, rng); });
     EXPECT_NE(e.find("sampling: the model's logit for token 1 is nan"), std::string::npos) << e;

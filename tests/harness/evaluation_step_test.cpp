@@ -1,5 +1,5 @@
 // The trusted evaluation's step (harness/evaluation_step.h) when the evaluator refuses the checkpoint
-// (issue 42: a NaN weight used to give `val_bpb nan` and exit 0): no score is read, a note names the
+// (a NaN weight must never give `val_bpb nan` and exit 0): no score is read, a note names the
 // command and its status, and the gate's valid_score and trusted_evaluation checks fail saying so.
 #include <gmock/gmock.h>
 

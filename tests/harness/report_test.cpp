@@ -61,8 +61,8 @@ TEST(Report, WellFormedWithChartsVerdictsScoresAndRecipe) {
   EXPECT_THAT(page, HasSubstr(">clock_start<"));
 }
 
-// The startup steps (before the training clock starts) were drawn at clock 0 in every chart (issue 45):
-// they are left out of the clock charts, and the page says how many. A resumed session's startup steps
+// The startup steps (before the training clock starts) would stand at clock 0 in every chart: they are
+// left out of the clock charts, and the page says how many. A resumed session's startup steps
 // stand at the checkpoint's clock, so "in_clock" decides, not the clock.
 TEST(Report, StartupStepsAreLeftOutOfTheClockCharts) {
   MetricsLog log = parse_metrics_jsonl(test::sample_metrics_jsonl(12), "metrics.jsonl");  // 2 startup steps
@@ -80,7 +80,7 @@ TEST(Report, StartupStepsAreLeftOutOfTheClockCharts) {
   EXPECT_EQ(render_report_html(in), page);
 }
 
-// Words break only where they would not fit (issue 45: break-all cut words mid-word everywhere).
+// Words break only where they would not fit (break-all would cut words mid-word everywhere).
 TEST(Report, LongWordsWrapWithoutBreakingEveryWord) {
   const std::string page = render_report_html(sample_inputs());
   EXPECT_THAT(page, Not(HasSubstr("break-all")));

@@ -36,7 +36,7 @@ TEST(Statistics, TQuantileClosedForms) {
 }
 
 TEST(Statistics, AgainstScipy) {
-  if (!ct::test::python_has("numpy scipy")) GTEST_SKIP() << "system python3 lacks numpy/scipy";
+  CT_NEED_PYTHON_MODULES("numpy scipy", "system python3 lacks numpy/scipy");
   ct::test::TempDir dir;
   Json cases;
   std::vector<std::pair<double, double>> t_cases = {{0.975, 1},   {0.975, 2},  {0.975, 3},    {0.95, 4.5},
@@ -97,7 +97,7 @@ TEST(Statistics, LineFitByHand) {
 }
 
 TEST(Noise, AgainstNumpy) {
-  if (!ct::test::python_has("numpy scipy")) GTEST_SKIP() << "system python3 lacks numpy/scipy";
+  CT_NEED_PYTHON_MODULES("numpy scipy", "system python3 lacks numpy/scipy");
   ct::test::TempDir dir;
   // 4 seeds x 2 repeats (the study's design), and an unbalanced design.
   std::vector<SeededValue> balanced = {{1, 1.731}, {1, 1.733}, {2, 1.742}, {2, 1.739},
@@ -146,7 +146,7 @@ TEST(Noise, OneRunPerSeedIsThePlainSampleStd) {
 }
 
 TEST(Elasticity, PiecewiseSlopesAgainstScipy) {
-  if (!ct::test::python_has("numpy scipy")) GTEST_SKIP() << "system python3 lacks numpy/scipy";
+  CT_NEED_PYTHON_MODULES("numpy scipy", "system python3 lacks numpy/scipy");
   ct::test::TempDir dir;
   // Three budgets (120, 300, 600 s), two runs each; the curve flattens with more steps, so the two
   // ranges must get different slopes.
@@ -189,7 +189,7 @@ TEST(Elasticity, PiecewiseSlopesAgainstScipy) {
 }
 
 TEST(Verdict, NumbersAgainstScipy) {
-  if (!ct::test::python_has("numpy scipy")) GTEST_SKIP() << "system python3 lacks numpy/scipy";
+  CT_NEED_PYTHON_MODULES("numpy scipy", "system python3 lacks numpy/scipy");
   ct::test::TempDir dir;
   DecisionRule rule = parse_decision_rule("accept if mean(B) - mean(A) < -0.005 at 95%");
   // Paired: same seeds 1..4 in both arms.

@@ -152,8 +152,8 @@ TEST(ModelCheckpoint, ConfigLargerThanTheWeightsFileIsRefusedBeforeAllocating) {
   EXPECT_NE(e.find("bytes cannot hold the"), std::string::npos) << e;
 }
 
-// A bf16 checkpoint (as other trainers save weights) was refused with a byte count (the file is half the
-// size F32 weights need); it is refused naming the tensor and its dtype, with what to do (issue 45).
+// A bf16 checkpoint (as other trainers save weights) is refused naming the tensor and its dtype, with
+// what to do, not with a byte count (the file is half the size F32 weights need).
 TEST(ModelCheckpoint, ABf16CheckpointIsRefusedNamingTheTensorAndTheCast) {
   test::TempDir dir;
   auto backend = test::cpu_backend();

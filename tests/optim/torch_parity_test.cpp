@@ -48,7 +48,7 @@ std::string json_list(const std::vector<double>& v) {
 }
 
 TEST(TorchParity, LossGradientsAndThreeOptimizerSteps) {
-  if (!test::python_has("torch numpy")) GTEST_SKIP() << test::python() << " lacks torch or numpy";
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
   test::TempDir dir;
   auto backend = test::cpu_backend();
   ModelConfig c = test::tiny_config();

@@ -42,7 +42,7 @@ TEST(Pretokenizer, MatchesGoldenSplitsFromPythonRegex) {
 }
 
 TEST(Pretokenizer, GoldenFileMatchesAFreshGeneration) {
-  if (!test::python_has("regex")) GTEST_SKIP() << "python3-regex is not importable";
+  CT_NEED_PYTHON_MODULES("regex", "python3-regex is not importable");
   const auto script = test::source_dir() / "tests/python/gen_pretokenize_golden.py";
   auto result = test::run_command(test::python() + " " + script.string() + " --check " + golden_path().string());
   EXPECT_EQ(result.exit_code, 0) << result.output;

@@ -107,7 +107,7 @@ TEST_F(TokenizerFiles, Sha256IgnoresJsonFormatting) {
 }
 
 TEST_F(TokenizerFiles, PythonReaderGivesTheSameIds) {
-  if (!test::python_has("regex")) GTEST_SKIP() << "python3-regex is not importable";
+  CT_NEED_PYTHON_MODULES("regex", "python3-regex is not importable");
   std::mt19937 rng(21);
   std::vector<std::string> texts;
   for (int i = 0; i < 150; ++i) texts.push_back(test::synthetic_document(rng, rng() % 400));

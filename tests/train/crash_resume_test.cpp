@@ -1,4 +1,4 @@
-// Crash-safe runs (issue 8): `clocktrain train` killed with SIGKILL at random moments and at every
+// Crash-safe runs: `clocktrain train` killed with SIGKILL at random moments and at every
 // step of a checkpoint write, stopped by SIGTERM and SIGINT, and writing to a full or read-only disk.
 // After every kill the checkpoint is readable, and the resumed run's losses equal an uninterrupted
 // run's step for step, bit for bit (CPU, one thread).

@@ -82,8 +82,8 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   EXPECT_EQ(test::run_command(test::clocktrain_bin() + " train --help").exit_code, 0);
 }
 
-// Piped (stdout not a terminal, as under nohup, Slurm or tee), train printed nothing between its
-// header and its summary (issue 45): it prints a plain progress line every N steps or S seconds, which
+// Piped (stdout not a terminal, as under nohup, Slurm or tee), where a status line cannot be redrawn,
+// train prints a plain progress line every N steps or S seconds, which
 // --no-progress turns off with the status line. Every metrics.jsonl line carries its wall-clock time.
 TEST(TrainCommand, PipedOutputGetsProgressLinesAndTheMetricsWallClockTimes) {
   test::TempDir dir;

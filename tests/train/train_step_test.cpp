@@ -1,7 +1,7 @@
 // The graph-region schedule of TrainStep (train_step.h): every region's first call runs eagerly,
-// whichever region ran before it (issue 24: the optimizer's first call used to be recorded, because it
-// read the step count that forward_backward had already advanced, so cuBLASLt's heuristics and a
-// cudaMalloc would have run under stream capture). Which regions a TrainStep drops. And the gradient
+// whichever region ran before it (were the optimizer's first call recorded because forward_backward
+// had already advanced the step count it reads, cuBLASLt's heuristics and a cudaMalloc would run under
+// stream capture). Which regions a TrainStep drops. And the gradient
 // buckets of a data-parallel step.
 #include "train/train_step.h"
 

@@ -91,8 +91,8 @@ inline void block(const Operands& o, int64_t pairs, float alpha, float beta) {
 // Columns by 64 (4 vectors), rows by blocks of 6, 6 and 4 (per pair of K, 4 loads of B and 6
 // broadcasts of A feed 24 products in 24 of the 32 zmm registers); a last strip of 32 columns by
 // blocks of 8 rows. (Blocks of 4 rows, and passes of B's panels over every row, ran 5-10% slower on
-// a Zen 5.) Inlined by force: called out of line, GCC 12 no longer made a copy for each beta (0 or 1)
-// of the attention's product, and its forward ran ~3% slower.
+// a Zen 5.) Inlined by force: out of line, GCC 12 makes no copy of it for each beta (0 or 1) of the
+// attention's product, whose forward then runs ~3% slower.
 template <typename OperandsAt>
 [[gnu::always_inline]] inline void blocks(OperandsAt at, int64_t i_begin, int64_t i_end, int64_t n, int64_t pairs,
                                            float alpha, float beta) {
