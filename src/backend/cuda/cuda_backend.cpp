@@ -1,5 +1,6 @@
 // The CUDA backend: construction, identity, memory, host transfers, elementwise ops, reductions
-// and value slots. The model's ops are in cuda_ops.cpp, the optimizer's in cuda_optim.cpp.
+// and value slots. The products and attention are in cuda_ops.cpp, the optimizer's ops in cuda_optim.cpp,
+// the row-wise and elementwise model ops in cuda_<op>.cu beside their kernels.
 #include "backend/cuda/cuda_backend.h"
 
 #include <climits>

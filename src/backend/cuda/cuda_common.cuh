@@ -117,4 +117,8 @@ inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 132 * 32) 
   return static_cast<unsigned>(blocks);
 }
 
+// Kernels of one warp per row (the norms): warps per block, and the blocks that cover `rows` rows.
+constexpr int kWarpsPerBlock = 8;
+inline unsigned warp_rows_grid(int64_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
 }  // namespace ct::cuda

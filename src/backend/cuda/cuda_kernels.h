@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA backend's kernel launchers: plain C++ declarations, defined in the kernels_*.cu files,
-// called by the host code (cuda_backend.cpp, cuda_ops.cpp). An op kept in one file with its kernels
-// and its do_<op> (cuda_relu2.cu, as the CPU's cpu_relu2.cpp) declares nothing here. Every launcher queues work on `stream`
+// called by the host code (cuda_backend.cpp, cuda_ops.cpp, cuda_optim.cpp). An op kept in one file with
+// its kernels and its do_<op> (cuda_<op>.cu, as the CPU's cpu_<op>.cpp) declares nothing here. Every launcher queues work on `stream`
 // and checks the launch; shapes and dtypes were validated by the caller (backend/op_contract.h, cuda_limits.h).
 //
 // Float dtypes of the kernels: f32 and bf16 (storage; arithmetic in f32). f64 tensors can be
@@ -72,40 +72,6 @@ constexpr int64_t kFp8ScaleStride = 4;
 void launch_fp8_scales(float* scales, const unsigned int* amax_bits, cudaStream_t stream);
 // q = e4m3(x * scales[0]), saturating to +-448.
 void launch_fp8_quantize(void* q, const void* x, DType dtype, int64_t n, const float* scales, cudaStream_t stream);
-
-// ---- rows (kernels_rows.cu) ------------------------------------------------------------------------
-void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, int64_t rows,
-                            int64_t width, double eps, cudaStream_t stream);
-// dx += r (dy - y mean(dy y)); dy and y share a dtype, dx has its own.
-// dx, dy and y each f32 or bf16 (the model's mixed precision: f32 gradients, a bf16 norm output)
-void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
-                             const float* rstd, int64_t rows, int64_t width, cudaStream_t stream);
-// x, y: [rows = B*T*H, D]; row r sits at time (r / heads) % time; cos/sin already offset to pos_offset.
-// x, y (and dx, dy, y) each f32 or bf16: the model's f32 projection outputs, bf16 q and k
-void launch_rope_qknorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, const float* cos,
-                                const float* sin, int64_t rows, int64_t heads, int64_t time, int64_t head_dim,
-                                double eps, cudaStream_t stream);
-void launch_rope_qknorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_dtype, const void* y, DType y_dtype,
-                                 const float* rstd, const float* cos, const float* sin, int64_t rows, int64_t heads,
-                                 int64_t time, int64_t head_dim, cudaStream_t stream);
-// losses[n] (f32), argmax[n] (i32, may be null); logits of dtype `dtype`, [rows, vocab].
-void launch_cross_entropy_forward(float* losses, int32_t* argmax, const void* logits, DType dtype,
-                                  const int32_t* targets, int64_t rows, int64_t vocab, double softcap,
-                                  int* error_word, cudaStream_t stream);
-// dlogits (dtype d_dtype) may alias logits when the dtypes match.
-void launch_cross_entropy_backward(void* dlogits, DType d_dtype, const void* logits, DType dtype,
-                                   const int32_t* targets, int64_t rows, int64_t vocab, double softcap,
-                                   ScalarArg loss_scale, cudaStream_t stream);
-
-// ---- embedding (kernels_embedding.cu) --------------------------------------------------------------
-void launch_embedding_forward(void* out, DType out_dtype, const int32_t* tokens, const void* table, DType table_dtype,
-                              int64_t n_tokens, int64_t vocab, int64_t width, int* error_word, cudaStream_t stream);
-// Deterministic: positions sorted by token (stable radix sort), then each table row sums its
-// positions in order. scratch: embedding_backward_scratch_bytes(n_tokens) bytes.
-size_t embedding_backward_scratch_bytes(int64_t n_tokens, int64_t vocab);
-void launch_embedding_backward(float* dtable, const void* dout, DType dout_dtype, const int32_t* tokens,
-                               int64_t n_tokens, int64_t vocab, int64_t width, void* scratch, size_t scratch_bytes,
-                               int* error_word, cudaStream_t stream);
 
 // ---- attention (kernels_attention.cu: reference; kernels_flash.cu: tensor cores) --------------------
 struct AttentionDims {

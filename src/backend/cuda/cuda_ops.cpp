@@ -1,6 +1,7 @@
-// The model's ops on the CUDA backend, called by Backend's public ops once the op contract holds
-// (op_contract.h): the kernels' own limits (cuda_limits.h), the graph-region call, then the kernel
-// launch (cuda_kernels.h) or the cuBLASLt product (cuda_gemm.h).
+// The CUDA backend's products and attention, called by Backend's public ops once the op contract
+// holds (op_contract.h): the kernels' own limits (cuda_limits.h), the graph-region call, then the
+// cuBLASLt product (cuda_gemm.h) or the attention kernels (cuda_kernels.h, cuDNN). The row-wise and
+// elementwise model ops keep their host code beside their kernels (cuda_<op>.cu).
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -15,18 +16,6 @@ namespace {
 GemmOperand operand_of(DType dtype) { return dtype == DType::bf16 ? GemmOperand::bf16 : GemmOperand::f32; }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-struct RopeShape {
-  int64_t batch, time, heads, head_dim;
-  int64_t rows() const { return batch * time * heads; }
-};
-
-// x [B, T, H, D] (checked by the contract), within the kernels' head_dim limit.
-RopeShape rope_shape(const char* op, const Tensor& x) {
-  const RopeShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
-  check_head_dim(op, s.head_dim, x);
-  return s;
-}
 
 }  // namespace
 
@@ -103,71 +92,6 @@ void CudaBackend::do_linear_forward_fp8(const Tensor& x, const Tensor& w, const 
   gemm_->run(g, stream_);
 }
 
-// ---- embedding -------------------------------------------------------------------------------------
-
-void CudaBackend::do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
-  OpCall call = graph_call("embedding_forward", Signature().tensor(out).tensor(tokens).tensor(table),
-                           {out, tokens, table});
-  if (!call.launch) return;
-  launch_embedding_forward(out.data, out.dtype, tokens.as<int32_t>(), table.data, table.dtype, tokens.numel(),
-                           table.shape[0], table.shape[1], error_word_, stream_);
-}
-
-void CudaBackend::do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
-  const int64_t count = tokens.numel(), vocab = dtable_acc.shape[0], width = dtable_acc.shape[1];
-  OpCall call = graph_call("embedding_backward", Signature().tensor(dtable_acc).tensor(dout).tensor(tokens),
-                           {dtable_acc, dout, tokens});
-  if (!call.launch || count == 0) return;
-  const size_t bytes = embedding_backward_scratch_bytes(count, vocab);
-  void* sort_scratch = scratch("embedding_sort", bytes);
-  launch_embedding_backward(dtable_acc.as<float>(), dout.data, dout.dtype, tokens.as<int32_t>(), count, vocab, width,
-                            sort_scratch, bytes, error_word_, stream_);
-}
-
-// ---- norms -------------------------------------------------------------------------------------------
-
-void CudaBackend::do_rmsnorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, double eps) {
-  const RowShape s = rows_of(x);
-  OpCall call = graph_call("rmsnorm_forward", Signature().tensor(y).tensor(rstd).tensor(x).real(eps), {y, rstd, x});
-  if (!call.launch) return;
-  launch_rmsnorm_forward(y.data, y.dtype, rstd.as<float>(), x.data, x.dtype, s.rows, s.width, eps, stream_);
-}
-
-void CudaBackend::do_rmsnorm_backward(const Tensor& dx_acc, const Tensor& dy, const Tensor& y, const Tensor& rstd) {
-  const RowShape s = rows_of(y);
-  OpCall call = graph_call("rmsnorm_backward", Signature().tensor(dx_acc).tensor(dy).tensor(y).tensor(rstd),
-                           {dx_acc, dy, y, rstd});
-  if (!call.launch) return;
-  launch_rmsnorm_backward(dx_acc.data, dx_acc.dtype, dy.data, dy.dtype, y.data, y.dtype, rstd.as<float>(), s.rows,
-                          s.width, stream_);
-}
-
-void CudaBackend::do_rope_qknorm_forward(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& cos,
-                                         const Tensor& sin, int64_t pos_offset, double eps) {
-  const RopeShape s = rope_shape("rope_qknorm_forward", x);
-  OpCall call = graph_call("rope_qknorm_forward",
-                           Signature().tensor(y).tensor(rstd).tensor(x).tensor(cos).tensor(sin).integer(pos_offset).real(eps),
-                           {y, rstd, x, cos, sin});
-  if (!call.launch) return;
-  const int64_t half = s.head_dim / 2;
-  launch_rope_qknorm_forward(y.data, y.dtype, rstd.as<float>(), x.data, x.dtype, cos.as<float>() + pos_offset * half,
-                             sin.as<float>() + pos_offset * half, s.rows(), s.heads, s.time, s.head_dim, eps, stream_);
-}
-
-void CudaBackend::do_rope_qknorm_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& y,
-                                          const Tensor& rstd, const Tensor& cos, const Tensor& sin,
-                                          int64_t pos_offset) {
-  const char* op = "rope_qknorm_backward";
-  const RopeShape s = rope_shape(op, y);
-  OpCall call = graph_call(op, Signature().tensor(dx_out).tensor(dy).tensor(y).tensor(rstd).tensor(cos).tensor(sin).integer(pos_offset),
-                           {dx_out, dy, y, rstd, cos, sin});
-  if (!call.launch) return;
-  const int64_t half = s.head_dim / 2;
-  launch_rope_qknorm_backward(dx_out.data, dx_out.dtype, dy.data, dy.dtype, y.data, y.dtype, rstd.as<float>(),
-                              cos.as<float>() + pos_offset * half, sin.as<float>() + pos_offset * half, s.rows(),
-                              s.heads, s.time, s.head_dim, stream_);
-}
-
 // ---- attention -------------------------------------------------------------------------------------------
 
 void CudaBackend::do_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
@@ -228,30 +152,6 @@ void CudaBackend::do_attention_backward(const Tensor& dq_out, const Tensor& dk_o
   for (int i = 0; i < 3; ++i)
     if (grads[i] != grad_tensors[i]->data)
       launch_convert(grad_tensors[i]->data, grad_tensors[i]->dtype, grads[i], q.dtype, grad_tensors[i]->numel(), stream_);
-}
-
-// ---- softcapped cross-entropy ---------------------------------------------------------------------------
-
-void CudaBackend::do_softcap_cross_entropy_forward(const Tensor& losses, const Tensor& argmax, const Tensor& logits,
-                                                   const Tensor& targets, double softcap) {
-  const RowShape s = rows_of(logits);
-  OpCall call = graph_call("softcap_cross_entropy_forward",
-                           Signature().tensor(losses).tensor(argmax).tensor(logits).tensor(targets).real(softcap),
-                           {losses, argmax, logits, targets});
-  if (!call.launch) return;
-  launch_cross_entropy_forward(losses.as<float>(), argmax.empty() ? nullptr : argmax.as<int32_t>(), logits.data,
-                               logits.dtype, targets.as<int32_t>(), s.rows, s.width, softcap, error_word_, stream_);
-}
-
-void CudaBackend::do_softcap_cross_entropy_backward(const Tensor& dlogits_out, const Tensor& logits,
-                                                    const Tensor& targets, double softcap, double loss_scale) {
-  const RowShape s = rows_of(logits);
-  OpCall call = graph_call("softcap_cross_entropy_backward",
-                           Signature().tensor(dlogits_out).tensor(logits).tensor(targets).real(softcap),
-                           {dlogits_out, logits, targets}, {loss_scale});
-  if (!call.launch) return;
-  launch_cross_entropy_backward(dlogits_out.data, dlogits_out.dtype, logits.data, logits.dtype, targets.as<int32_t>(),
-                                s.rows, s.width, softcap, call.scalar(0), stream_);
 }
 
 }  // namespace ct::cuda

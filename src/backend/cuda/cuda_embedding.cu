@@ -1,4 +1,5 @@
-// Token embedding.
+// Token embedding on the CUDA backend: the kernels and CudaBackend's do_embedding_forward /
+// do_embedding_backward, one file per op as on the CPU (cpu/cpu_embedding.cpp, the reference).
 //   forward:  out[n, :] = table[tokens[n], :]
 //   backward: dtable[tokens[n], :] += dout[n, :]
 // The backward pass is deterministic without float atomics: the positions are sorted by token with
@@ -6,7 +7,9 @@
 // per table row finds its run of positions by binary search and adds them up in that order.
 #include <cub/device/device_radix_sort.cuh>
 
+#include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_limits.h"
 
 namespace ct::cuda {
 
@@ -91,8 +94,6 @@ size_t cub_temp_bytes(int64_t n, int64_t vocab) {
   return bytes;
 }
 
-}  // namespace
-
 void launch_embedding_forward(void* out, DType out_dtype, const int32_t* tokens, const void* table, DType table_dtype,
                               int64_t n_tokens, int64_t vocab, int64_t width, int* error_word, cudaStream_t stream) {
   if (n_tokens <= 0) return;
@@ -107,10 +108,13 @@ void launch_embedding_forward(void* out, DType out_dtype, const int32_t* tokens,
   CT_CUDA_CHECK_LAUNCH("embedding_forward");
 }
 
+// The scratch launch_embedding_backward needs for n_tokens positions.
 size_t embedding_backward_scratch_bytes(int64_t n_tokens, int64_t vocab) {
   return 4 * align_up(static_cast<size_t>(n_tokens) * sizeof(int32_t)) + align_up(cub_temp_bytes(n_tokens, vocab));
 }
 
+// Deterministic: positions sorted by token (stable radix sort), then each table row sums its
+// positions in order. scratch: embedding_backward_scratch_bytes(n_tokens, vocab) bytes.
 void launch_embedding_backward(float* dtable, const void* dout, DType dout_dtype, const int32_t* tokens,
                                int64_t n_tokens, int64_t vocab, int64_t width, void* scratch, size_t scratch_bytes,
                                int* error_word, cudaStream_t stream) {
@@ -136,6 +140,27 @@ void launch_embedding_backward(float* dtable, const void* dout, DType dout_dtype
         dtable, static_cast<const TD*>(dout), keys_out, positions_out, n_tokens, width);
   });
   CT_CUDA_CHECK_LAUNCH("embedding_backward_rows");
+}
+
+}  // namespace
+
+void CudaBackend::do_embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& table) {
+  OpCall call = graph_call("embedding_forward", Signature().tensor(out).tensor(tokens).tensor(table),
+                           {out, tokens, table});
+  if (!call.launch) return;
+  launch_embedding_forward(out.data, out.dtype, tokens.as<int32_t>(), table.data, table.dtype, tokens.numel(),
+                           table.shape[0], table.shape[1], error_word_, stream_);
+}
+
+void CudaBackend::do_embedding_backward(const Tensor& dtable_acc, const Tensor& dout, const Tensor& tokens) {
+  const int64_t count = tokens.numel(), vocab = dtable_acc.shape[0], width = dtable_acc.shape[1];
+  OpCall call = graph_call("embedding_backward", Signature().tensor(dtable_acc).tensor(dout).tensor(tokens),
+                           {dtable_acc, dout, tokens});
+  if (!call.launch || count == 0) return;
+  const size_t bytes = embedding_backward_scratch_bytes(count, vocab);
+  void* sort_scratch = scratch("embedding_sort", bytes);
+  launch_embedding_backward(dtable_acc.as<float>(), dout.data, dout.dtype, tokens.as<int32_t>(), count, vocab, width,
+                            sort_scratch, bytes, error_word_, stream_);
 }
 
 }  // namespace ct::cuda
