@@ -13,11 +13,11 @@
 // - A backend supports the dtypes it documents; an unsupported combination is a ct::Error that names
 //   the op and the dtypes, never a silent conversion.
 //
-// One contract for every backend: the ops (listed once, in ops.def) are not virtual. Each checks its arguments against
-// the op's contract (op_contract.h: dtypes, ranks, shapes, aliasing, scalar ranges, the same rules
-// and messages on every backend), opens the op's timing scope (op_timing.h) and reports a failure to
-// the backend's graph region (op_failed), then calls the backend's kernel: the protected virtual
-// do_<op> of the same arguments (backend.cpp). A kernel sees only calls the contract accepts; a
+// One contract for every backend: the ops (listed once, in ops.def) are not virtual. Each checks its
+// arguments against the op's contract (op_contract.h: dtypes, ranks, shapes, aliasing, scalar
+// ranges, the same rules and messages on every backend), opens the op's timing scope (op_timing.h)
+// and reports a failure to the backend's graph region (op_failed), then calls the backend's kernel:
+// the protected virtual do_<op> of the same arguments (backend.cpp). A kernel sees only calls the contract accepts; a
 // backend states which dtypes its kernels compute in (check_kernel_dtype) and refuses in its kernel
 // what else it lacks (a head_dim above its limit, say).
 #include <memory>
