@@ -84,39 +84,33 @@ void Backend::check_kernel_dtype(const char* op, const char* arg, const Tensor& 
   (void)op, (void)arg, (void)t;
 }
 
-// The public ops of ops.def's bodies `timed`, `untimed`, `timed_any_dtype` and `untimed_any_dtype`.
+// The public ops of ops.def's bodies `timed`, `untimed`, `timed_any_dtype` and `untimed_any_dtype`:
+// one body, `timing_scope` and `kernel_dtype` each a statement or nothing ((void)0) per kind.
 #define CT_OP(Ret, name, params, args, main, kernel, body) CT_BACKEND_OP_BODY_##body(Ret, name, params, args, main)
-#define CT_BACKEND_OP_BODY_timed(Ret, name, params, args, main) \
-  Ret Backend::name params {                                    \
-    const op_timing::Scope timing(#name);                       \
-    const OpFrame frame(*this);                                 \
-    check_kernel_dtype(#name, #main, main);                     \
-    op_contract::name args;                                     \
-    return do_##name args;                                      \
-  }
-#define CT_BACKEND_OP_BODY_untimed(Ret, name, params, args, main) \
-  Ret Backend::name params {                                      \
-    const OpFrame frame(*this);                                   \
-    check_kernel_dtype(#name, #main, main);                       \
-    op_contract::name args;                                       \
-    return do_##name args;                                        \
-  }
-#define CT_BACKEND_OP_BODY_timed_any_dtype(Ret, name, params, args, main) \
+#define CT_BACKEND_OP_BODY(Ret, name, params, args, timing_scope, kernel_dtype) \
   Ret Backend::name params {                                              \
-    const op_timing::Scope timing(#name);                                 \
+    timing_scope;                                                         \
     const OpFrame frame(*this);                                           \
+    kernel_dtype;                                                         \
     op_contract::name args;                                               \
     return do_##name args;                                                \
   }
+#define CT_BACKEND_OP_TIMING(name) const op_timing::Scope timing(#name)
+#define CT_BACKEND_OP_KERNEL_DTYPE(name, main) check_kernel_dtype(#name, #main, main)
+#define CT_BACKEND_OP_BODY_timed(Ret, name, params, args, main) \
+  CT_BACKEND_OP_BODY(Ret, name, params, args, CT_BACKEND_OP_TIMING(name), CT_BACKEND_OP_KERNEL_DTYPE(name, main))
+#define CT_BACKEND_OP_BODY_untimed(Ret, name, params, args, main) \
+  CT_BACKEND_OP_BODY(Ret, name, params, args, (void)0, CT_BACKEND_OP_KERNEL_DTYPE(name, main))
+#define CT_BACKEND_OP_BODY_timed_any_dtype(Ret, name, params, args, main) \
+  CT_BACKEND_OP_BODY(Ret, name, params, args, CT_BACKEND_OP_TIMING(name), (void)0)
 #define CT_BACKEND_OP_BODY_untimed_any_dtype(Ret, name, params, args, main) \
-  Ret Backend::name params {                                                \
-    const OpFrame frame(*this);                                             \
-    op_contract::name args;                                                 \
-    return do_##name args;                                                  \
-  }
+  CT_BACKEND_OP_BODY(Ret, name, params, args, (void)0, (void)0)
 #define CT_BACKEND_OP_BODY_by_hand(Ret, name, params, args, main)
 #include "backend/ops.def"
 #undef CT_OP
+#undef CT_BACKEND_OP_BODY
+#undef CT_BACKEND_OP_TIMING
+#undef CT_BACKEND_OP_KERNEL_DTYPE
 #undef CT_BACKEND_OP_BODY_timed
 #undef CT_BACKEND_OP_BODY_untimed
 #undef CT_BACKEND_OP_BODY_timed_any_dtype
