@@ -46,20 +46,30 @@ inline bool python_has(const std::string& modules) {
   return std::system((python() + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
-// Whether a test may skip for want of a Python reference: not under the test command
-// (scripts/test.sh sets CLOCKTRAIN_TESTS_COMPLETE=1 once install-deps.sh has installed every one).
+// Whether a test may skip for want of a Python reference or of Parquet support: not under the test
+// command (scripts/test.sh sets CLOCKTRAIN_TESTS_COMPLETE=1 once install-deps.sh has installed them).
 inline bool references_required() { return env_or("CLOCKTRAIN_TESTS_COMPLETE", "") == "1"; }
 
-// In a test body: when the system python3 cannot import `modules` (space separated), a skip that says
-// `why`, or a failure where the references are required (references_required()).
-#define CT_NEED_PYTHON_MODULES(modules, why)                                                     \
+// In a test body: when `ok` is false, a skip that says `why`, or a failure where everything the test
+// command installs is required (references_required()).
+#define CT_NEED(ok, why)                                                                         \
   do {                                                                                           \
-    if (!::ct::test::python_has(modules)) {                                                      \
+    if (!(ok)) {                                                                                 \
       if (::ct::test::references_required())                                                     \
         FAIL() << (why) << "; the test command installs it (scripts/install-deps.sh)";          \
       GTEST_SKIP() << (why);                                                                     \
     }                                                                                            \
   } while (0)
+
+// In a test body: CT_NEED the system python3 to import `modules` (space separated).
+#define CT_NEED_PYTHON_MODULES(modules, why) CT_NEED(::ct::test::python_has(modules), why)
+
+// How many times `needle` occurs in `text` (overlapping occurrences count).
+inline size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
 
 // The message of the ct::Error that fn() throws, or "" when it throws none.
 template <typename Fn>

@@ -181,8 +181,8 @@ TEST(EventFile, MetricsWriterMirrorsItsRowsAndRebuildsThemOnResume) {
 TEST(TensorBoard, ItsOwnReaderAgreesWithMetrics) {
   const std::string python =
       test::env_or("CLOCKTRAIN_PYARROW_PYTHON", (test::source_dir() / "build/pyarrow-venv/bin/python3").string());
-  if (!fs::exists(python) || test::run_command(python + " -c 'import tensorboard'").exit_code != 0)
-    GTEST_SKIP() << "no tensorboard package in " << python << " (scripts/install-pyarrow.sh installs it)";
+  CT_NEED(fs::exists(python) && test::run_command(python + " -c 'import tensorboard'").exit_code == 0,
+          "no tensorboard package in " + python + " (scripts/install-pyarrow.sh installs it)");
   test::TempDir dir;
   const fs::path data = test::make_test_data(dir.path());
   std::string recipe = read_file(test::source_dir() / "recipes" / "tiny.toml");
