@@ -13,13 +13,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1, column 7: ";
-// the line/column there are within our one-line payload, so keep only the explanation.
-std::string json_reason(const std::string& what) {
-  size_t colon = what.find(": ");
-  return colon == std::string::npos ? what : what.substr(colon + 2);
-}
-
 }  // namespace
 
 std::string RawDocument::where() const {
@@ -41,15 +34,7 @@ Document parse_document(RawDocument raw) {
     return doc;
   }
   const std::string where = str(doc.origin, ":", doc.line);
-  Json object;
-  try {
-    object = Json::parse(raw.payload);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, ": invalid JSON at column ", e.byte, ": ", json_reason(e.what()));
-  } catch (const nlohmann::json::exception& e) {
-    // out_of_range for a number beyond double (1e999), which is not a parse_error.
-    fail(where, ": invalid JSON: ", json_reason(e.what()));
-  }
+  Json object = json_from_text(raw.payload, where);  // the byte offset counts from the line's start
   check(object.is_object(), where, ": expected a JSON object with a \"text\" field, got ", object.type_name());
   auto text = object.find("text");
   check(text != object.end(), where, ": missing field \"text\"");

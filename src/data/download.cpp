@@ -75,7 +75,7 @@ std::map<std::string, Json> load_download_manifest(const fs::path& path) {
   std::map<std::string, Json> entries;
   if (!fs::exists(path)) return entries;
   try {
-    Json manifest = Json::parse(read_file(path));
+    Json manifest = read_json_file(path);
     for (const Json& entry : manifest.at("files")) entries[entry.at("file").get<std::string>()] = entry;
   } catch (const std::exception& e) {
     fail(path.string(), ": not a download manifest (", e.what(), "); move it away to start a new one");

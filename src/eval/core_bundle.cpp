@@ -207,15 +207,7 @@ std::vector<CoreRow> load_core_rows(const std::filesystem::path& path, CoreTaskT
     pos = end + 1;
     ++line;
     const std::string at = str(path.string(), ":", line);
-    Json j;
-    try {
-      j = Json::parse(body);
-    } catch (const Json::parse_error& e) {
-      fail(at, ": expected one JSON object per line (", e.what(), ")");
-    } catch (const Json::exception& e) {
-      // out_of_range for a number beyond double (1e999), which is not a parse_error.
-      fail(at, ": invalid JSON (", e.what(), ")");
-    }
+    const Json j = json_from_text(body, at);
     check(j.is_object(), at, ": expected a JSON object");
     CoreRow row;
     row.line = line;

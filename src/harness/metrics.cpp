@@ -83,15 +83,11 @@ MetricsLog parse_metrics_jsonl(const std::string& text, const std::string& where
     std::string line_where = str(where, ":", line_number);
     Json j;
     try {
-      j = Json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      if (!terminated) {
-        log.truncated_last_line = true;  // a run killed mid-write
-        break;
-      }
-      fail(line_where, ": invalid JSON at byte ", e.byte, " of the line");
-    } catch (const nlohmann::json::exception& e) {
-      fail(line_where, ": invalid JSON: ", e.what());  // e.g. a number out of range
+      j = json_from_text(line, line_where);
+    } catch (const Error&) {
+      if (terminated) throw;
+      log.truncated_last_line = true;  // a run killed mid-write
+      break;
     }
     parse_record(j, line_where, log);
   }

@@ -307,7 +307,8 @@ void write_result_file(const fs::path& path, const RunResult& result) {
   OrderedJson j = result_to_json(result);
   // Never write what read_result_file would refuse: validate the exact text about to be written.
   std::string text = j.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
-  result_from_json(Json::parse(text), path.string() + " (about to be written)");
+  const std::string where = path.string() + " (about to be written)";
+  result_from_json(json_from_text(text, where), where);
   write_file_atomic(path, text);
 }
 

@@ -49,15 +49,7 @@ SafetensorsFile::SafetensorsFile(std::filesystem::path path) : path_(std::move(p
   data_start_ = 8 + header_bytes;
   const uint64_t data_size = file_size - data_start_;
 
-  Json j;
-  try {
-    j = Json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, ": header: invalid JSON at byte ", 8 + e.byte);
-  } catch (const nlohmann::json::exception& e) {
-    // out_of_range for a number beyond double (1e999), which is not a parse_error.
-    fail(where, ": header: invalid JSON: ", e.what());
-  }
+  const Json j = json_from_text(header, str(where, ": header"));  // byte offsets count from the header
   check(j.is_object(), where, ": header: expected a JSON object");
   for (const auto& [name, value] : j.items()) {
     if (name == "__metadata__") {

@@ -43,10 +43,9 @@ MetricsWriter::MetricsWriter(const fs::path& path, int64_t keep_through_step) : 
       if (line.empty()) continue;
       OrderedJson row;
       try {
-        row = OrderedJson::parse(line);
-      } catch (const nlohmann::json::exception&) {
-        // A line cut by the crash that the resumed run continues from (parse_error), or one that
-        // no run wrote (out_of_range: a number beyond double).
+        row = ordered_json_from_text(line, path.string());
+      } catch (const Error&) {
+        // A line cut by the crash that the resumed run continues from, or one that no run wrote.
         continue;
       }
       if (keep_through_step >= 0 && row.contains(metrics_field::kStep) && row[metrics_field::kStep].is_number_integer() &&

@@ -16,9 +16,12 @@ using OrderedJson = nlohmann::ordered_json;
 // (real clocktrain files nest fewer than ten levels).
 inline constexpr int kMaxJsonDepth = 256;
 
-// Parses JSON text; errors say "<where>: invalid JSON at byte N: ..." (or name the byte where the
-// nesting passes kMaxJsonDepth).
+// Parses JSON text; errors say "<where>: invalid JSON at byte N: <reason>" (or name the byte where the
+// nesting passes kMaxJsonDepth). Every JSON clocktrain reads goes through this guard.
 Json json_from_text(std::string_view text, const std::string& where);
+
+// The same, keeping the objects' key order (for rows that are written back as they were read).
+OrderedJson ordered_json_from_text(std::string_view text, const std::string& where);
 
 // Parses a whole file (json_from_text on its contents); errors name the file and the byte offset.
 Json read_json_file(const std::filesystem::path& path);

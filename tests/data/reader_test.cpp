@@ -123,6 +123,11 @@ TEST(CorpusReaderErrors, MalformedJsonNamesFileAndLine) {
   std::string message = error_of([&] { read_all({dir / "bad.jsonl"}); });
   EXPECT_NE(message.find((dir / "bad.jsonl").string() + ":2:"), std::string::npos) << message;
   EXPECT_NE(message.find("invalid JSON"), std::string::npos) << message;
+  write_file_atomic(dir / "deep.jsonl", "{\"text\": \"ok\", \"m\": " + std::string(100000, '[') + "\n");
+  message = error_of([&] { read_all({dir / "deep.jsonl"}); });
+  EXPECT_NE(message.find((dir / "deep.jsonl").string() + ":1: invalid JSON at byte 276: arrays/objects nested deeper"),
+            std::string::npos)
+      << message;
 }
 
 // nlohmann::json throws out_of_range, not parse_error, for a number beyond double: it escaped the

@@ -131,6 +131,11 @@ TEST(Metrics, MalformedLinesNameFileLineAndField) {
   };
   std::string first = R"({"kind": "event", "step": 1, "event": "clock_start"})" "\n";
   EXPECT_NE(error_of(first + "{not json}\n" + first).find("runs/a/metrics.jsonl:2: invalid JSON"), std::string::npos);
+  // Nesting past util/json's guard is refused before nlohmann's recursive parser sees it, also on the
+  // last line (which is otherwise forgiven as cut by a crash only when it is unterminated).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(error_of(first + deep + "\n").find("metrics.jsonl:2: invalid JSON at byte 257: arrays/objects nested deeper"),
+            std::string::npos);
   EXPECT_NE(error_of(first + R"({"kind": "train", "step": -1, "tokens": 0, "clock_seconds": 0, "loss": 1})" "\n")
                 .find("metrics.jsonl:2: field 'step'"),
             std::string::npos);

@@ -74,6 +74,9 @@ TEST(Safetensors, RejectsBadHeadersNamingTheField) {
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("overlap"), std::string::npos);
   write_raw(p, "{not json", 0);
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("invalid JSON"), std::string::npos);
+  write_raw(p, "{\"__metadata__\": " + std::string(1000, '[') + std::string(1000, ']') + "}", 0);
+  EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("header: invalid JSON at byte 273: arrays/objects nested deeper"),
+            std::string::npos);
   // A number beyond double: nlohmann throws out_of_range (not parse_error), which escaped.
   write_raw(p, R"({"w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}})", 4);
   EXPECT_NE(error_of([&] { SafetensorsFile f(p); }).find("header: invalid JSON"), std::string::npos);
