@@ -76,8 +76,8 @@ void run_run(const RunArgs& a, bool budget_given, bool seed_given, bool threads_
   if (budget_given) o.budget_seconds = a.budget;
   if (seed_given) o.seed = static_cast<uint64_t>(a.seed);
   if (threads_given) o.threads = a.threads;
-  o.data_dir = resolve_data_dir(a.data);
-  o.cache_dir = a.cache;
+  o.data.data_dir = resolve_data_dir(a.data);
+  o.data.cache_dir = a.cache;
   o.evaluator_binary = current_executable();
   o.progress = !a.no_progress;
   if (a.plan) plan_the_run(a, budget_given, o);
@@ -148,10 +148,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--core-timeout", args->pipeline.core_timeout_seconds, "Round 2: seconds CORE may take before the gate fails")
       ->check(number_above(0, true))
       ->capture_default_str();
-  cmd->add_option("--shard-tokens", args->pipeline.shard_tokens, "Preparation: tokens per shard")
+  cmd->add_option("--shard-tokens", args->pipeline.data.shard_tokens, "Preparation: tokens per shard")
       ->check(integer_in(1))
       ->capture_default_str();
-  cmd->add_option("--heldout-tokens", args->pipeline.heldout_tokens, "Preparation: tokens held out for the trainer's loss")
+  cmd->add_option("--heldout-tokens", args->pipeline.data.heldout_tokens, "Preparation: tokens held out for the trainer's loss")
       ->check(integer_in(0))
       ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress,

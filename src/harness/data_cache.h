@@ -26,14 +26,15 @@
 namespace ct {
 
 inline constexpr const char* kPreparedRecordFileName = "prepared.json";
+inline constexpr const char* kDefaultCacheDir = "runs/cache";
 
 struct DataCacheSettings {
-  std::filesystem::path data_dir;   // the shipped data: corpus/ (and val/, eval_bundle/, never read here)
-  std::filesystem::path cache_dir;  // e.g. runs/cache
-  int32_t vocab_size = 8192;        // the tokenizer's, = the recipe's model.vocab_size
-  int64_t shard_tokens = 10'000'000;
+  std::filesystem::path data_dir;                     // the shipped data: corpus/ (and val/, eval_bundle/, never read here)
+  std::filesystem::path cache_dir = kDefaultCacheDir;
+  int32_t vocab_size = 8192;                          // the tokenizer's, = the recipe's model.vocab_size
+  int64_t shard_tokens = 10'000'000;                  // the preparation's settings (part of the cache key)
   int64_t heldout_tokens = 1'000'000;
-  int threads = 0;                  // 0 = every available core
+  int threads = 0;                                    // 0 = every available core
   bool progress = true;
 };
 

@@ -197,7 +197,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   const Recipe recipe = resolve_recipe(o);
   const std::string recipe_text = read_file(o.recipe_path);
   const bool core = o.core || o.round == 2;
-  const DataLayout layout{o.data_dir};
+  const DataLayout layout{o.data.data_dir};
   check(fs::is_directory(layout.val()), layout.val().string(),
         ": missing: the evaluator scores val_bpb on the pinned validation documents (--data names the data folder)");
   if (core) check(fs::is_directory(layout.eval_bundle()), layout.eval_bundle().string(), ": missing: CORE needs the eval bundle");
@@ -255,12 +255,8 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
   if (!writer) wait_for_every_process(*processes);
 
   // 1. Data.
-  DataCacheSettings cache;
-  cache.data_dir = o.data_dir;
-  cache.cache_dir = o.cache_dir;
+  DataCacheSettings cache = o.data;
   cache.vocab_size = static_cast<int32_t>(recipe.model.vocab_size);
-  cache.shard_tokens = o.shard_tokens;
-  cache.heldout_tokens = o.heldout_tokens;
   cache.threads = recipe.threads;
   cache.progress = o.progress;
   const PreparedData prepared = ensure_prepared_data(cache, log);
@@ -306,7 +302,7 @@ RunOutcome run_pipeline(const RunPipelineOptions& o, std::ostream& log) {
     EvaluationStep step;
     step.binary = o.evaluator_binary;
     step.checkpoint_dir = checkpoint;
-    step.data_dir = o.data_dir;
+    step.data_dir = o.data.data_dir;
     step.out_dir = out.run_dir / "eval";
     step.backend = recipe.backend;
     // data parallel: the other processes have finished, so the evaluator may use their threads too

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/data_cache.h"
 #include "harness/result.h"
 #include "harness/source_changes.h"
 #include "util/json.h"
@@ -23,16 +24,13 @@
 
 namespace ct {
 
-inline constexpr const char* kDefaultCacheDir = "runs/cache";
 
 struct RunPipelineOptions {
   std::filesystem::path recipe_path;
   std::optional<double> budget_seconds;  // a timed run of this budget (round 2 default: 4 h)
   std::optional<uint64_t> seed;
   std::optional<int> threads;            // default: every core (the gate's full_machine)
-  std::filesystem::path data_dir;        // the shipped data: corpus/, val/, eval_bundle/
   std::filesystem::path out_dir;         // RUN_DIR; default runs/<recipe>-<UTC time>
-  std::filesystem::path cache_dir = kDefaultCacheDir;
   int round = 1;
   bool practice = false;                 // round 2's 4-hour budget and full CORE waived; marked, never ranked
   // The revision the tie-break's changed source lines are counted against (source_changes.h).
@@ -42,8 +40,10 @@ struct RunPipelineOptions {
   int64_t core_max_per_task = 0;
   double core_timeout_seconds = 3600;    // round 2: CORE past this fails the gate
   std::filesystem::path evaluator_binary;  // the clocktrain binary that runs `eval`
-  int64_t shard_tokens = 10'000'000;     // preparation settings (part of the cache key)
-  int64_t heldout_tokens = 1'000'000;
+  // The shipped data (data.data_dir: corpus/, val/, eval_bundle/), the cache and the preparation's
+  // settings as given; the pipeline sets data.vocab_size, data.threads and data.progress from the
+  // recipe and `progress`.
+  DataCacheSettings data;
   bool progress = true;                  // the status lines on a terminal
   // Progress lines of the training when stdout is not a terminal (train/trainer.h TrainOptions).
   double log_every_seconds = kDefaultLogEverySeconds;
