@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "text/pretokenizer.h"
 #include "text/tokenizer.h"
 #include "util/clock.h"
@@ -126,10 +127,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tokenizer_bench: error: %s\n", e.what());
-    return 1;
-  }
+  return ct::bench::guarded_main("tokenizer_bench", [&] { return run(argc, argv); });
 }

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "backend/backend.h"
 #include "backend/op_timing.h"
 #include "backend/gemm_peak.h"
@@ -245,10 +246,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_throughput_bench: error: %s\n", e.what());
-    return 1;
-  }
+  return ct::bench::guarded_main("train_throughput_bench", [&] { return run(argc, argv); });
 }

@@ -16,11 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
-  return n;
-}
+using test::count_of;
 
 ReportInputs sample_inputs() {
   ReportInputs in;
@@ -39,16 +35,16 @@ TEST(Report, WellFormedWithChartsVerdictsScoresAndRecipe) {
   EXPECT_EQ(test::xml_problem(page), "");
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_THAT(page, Not(HasSubstr("<script")));
-  EXPECT_EQ(count(page, "http://"), count(page, "xmlns=\"http://"));  // nothing to fetch
+  EXPECT_EQ(count_of(page, "http://"), count_of(page, "xmlns=\"http://"));  // nothing to fetch
   // Five charts: loss, throughput, MFU, learning rate, gradient norm.
-  EXPECT_EQ(count(page, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\""), 5u);
+  EXPECT_EQ(count_of(page, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\""), 5u);
   for (const char* title : {">Loss<", ">Throughput<", ">Model FLOPs utilisation<", ">Learning-rate factor<", ">Gradient norm<"})
     EXPECT_THAT(page, HasSubstr(title));
   EXPECT_THAT(page, HasSubstr(">held-out<"));  // the loss chart's legend
   // The gate, with its evidence and colours.
   EXPECT_THAT(page, HasSubstr("NOT ELIGIBLE"));
-  EXPECT_EQ(count(page, "<span class=\"pill pass\">PASS</span>"), 4u);
-  EXPECT_EQ(count(page, "<span class=\"pill fail\">FAIL</span>"), 1u);
+  EXPECT_EQ(count_of(page, "<span class=\"pill pass\">PASS</span>"), 4u);
+  EXPECT_EQ(count_of(page, "<span class=\"pill fail\">FAIL</span>"), 1u);
   EXPECT_THAT(page, HasSubstr("cpu: 1 thread(s) used of 2 core(s) available"));
   // Scores, recipe, machine.
   EXPECT_THAT(page, HasSubstr("1.7340"));
@@ -138,7 +134,7 @@ TEST(Report, NonFiniteLossesAreMarked) {
   for (auto& s : in.metrics.train) s.mfu = std::nan("");  // MFU unknown
   std::string page = render_report_html(in);
   EXPECT_EQ(test::xml_problem(page), "");
-  EXPECT_EQ(count(page, ">NaN / Inf<"), 1u);  // the loss chart; an unknown MFU is not a NaN
+  EXPECT_EQ(count_of(page, ">NaN / Inf<"), 1u);  // the loss chart; an unknown MFU is not a NaN
   EXPECT_THAT(page, HasSubstr("MFU not recorded"));
 }
 

@@ -13,11 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
-  return n;
-}
+using test::count_of;
 
 LineChart chart_of(std::vector<double> x, std::vector<double> y) {
   LineChart c;
@@ -60,8 +56,8 @@ TEST(LineChart, DrawsAxesTicksLabelsAndLine) {
   EXPECT_THAT(svg, HasSubstr(">Loss<"));
   EXPECT_THAT(svg, HasSubstr(">training clock (s)<"));
   EXPECT_THAT(svg, HasSubstr(">loss<"));
-  EXPECT_EQ(count(svg, "<path d=\"M"), 1u);
-  EXPECT_GE(count(svg, "class=\"tick\""), 6u);
+  EXPECT_EQ(count_of(svg, "<path d=\"M"), 1u);
+  EXPECT_GE(count_of(svg, "class=\"tick\""), 6u);
   EXPECT_THAT(svg, Not(HasSubstr(">train<")));  // one series: no legend
 }
 
@@ -76,7 +72,7 @@ TEST(LineChart, LegendAndDurationUnits) {
   EXPECT_THAT(svg, HasSubstr(">train<"));
   EXPECT_THAT(svg, HasSubstr(">held-out<"));
   EXPECT_THAT(svg, HasSubstr(">budget<"));
-  EXPECT_EQ(count(svg, "r=\"3\""), 2u);  // markers on the held-out points
+  EXPECT_EQ(count_of(svg, "r=\"3\""), 2u);  // markers on the held-out points
 }
 
 TEST(LineChart, EmptySeriesSaysSo) {
@@ -93,7 +89,7 @@ TEST(LineChart, EmptySeriesSaysSo) {
 TEST(LineChart, OnePointAndConstantValues) {
   std::string one = render_line_chart(chart_of({0}, {5}));
   EXPECT_EQ(test::xml_problem(one), "");
-  EXPECT_EQ(count(one, "<circle"), 1u);
+  EXPECT_EQ(count_of(one, "<circle"), 1u);
   std::string flat = render_line_chart(chart_of({0, 1, 2}, {1, 1, 1}));
   EXPECT_EQ(test::xml_problem(flat), "");
   EXPECT_THAT(flat, Not(HasSubstr("nan")));
@@ -106,13 +102,13 @@ TEST(LineChart, NonFiniteValuesBreakTheLineAndAreMarked) {
   // Pieces: [0,1] as a line, [3] and [5] as dots.
   size_t d = svg.find("<path d=\"") + 9;
   std::string path = svg.substr(d, svg.find('"', d) - d);
-  EXPECT_EQ(count(path, "M"), 1u) << path;
-  EXPECT_EQ(count(path, "L"), 1u) << path;
-  EXPECT_EQ(count(svg, "<circle"), 2u);
-  EXPECT_EQ(count(svg, "class=\"nonfinite\""), 2u);  // two separate spans
+  EXPECT_EQ(count_of(path, "M"), 1u) << path;
+  EXPECT_EQ(count_of(path, "L"), 1u) << path;
+  EXPECT_EQ(count_of(svg, "<circle"), 2u);
+  EXPECT_EQ(count_of(svg, "class=\"nonfinite\""), 2u);  // two separate spans
   // A run of NaNs is one span.
   std::string run = render_line_chart(chart_of({0, 1, 2, 3, 4}, {5, std::nan(""), std::nan(""), std::nan(""), 2}));
-  EXPECT_EQ(count(run, "class=\"nonfinite\""), 1u);
+  EXPECT_EQ(count_of(run, "class=\"nonfinite\""), 1u);
   // Where a gap means "unknown" (MFU), it is only a gap.
   LineChart unknown = chart_of({0, 1, 2}, {0.4, std::nan(""), 0.41});
   unknown.series[0].mark_nonfinite = false;

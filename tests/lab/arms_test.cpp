@@ -24,13 +24,7 @@ struct Fixture {
 
   explicit Fixture(const std::vector<std::string>& declared = {"recipe.model.n_layer"}) {
     Ledger ledger(ledger_path, true);
-    NewExperiment e;
-    e.change = "n_layer 4 -> 6";
-    e.hypothesis = "deeper is better at 5 minutes";
-    e.predicted_effect = -0.015;
-    e.predicted_low = -0.03;
-    e.predicted_high = 0.0;
-    e.rule_text = "accept if mean(B) - mean(A) < -0.005 at 95%";
+    NewExperiment e = test::sample_experiment();
     e.declared = declared;
     id = ledger.add_experiment(e);
     LadderCheck c;

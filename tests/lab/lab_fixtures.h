@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "lab/ledger.h"
 #include "test_support.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -13,6 +14,18 @@
 namespace ct::lab::test {
 
 namespace fs = std::filesystem;
+
+// A declared experiment with a hypothesis, a predicted effect inside its interval and a decision rule.
+inline NewExperiment sample_experiment() {
+  NewExperiment e;
+  e.change = "n_layer 4 -> 6";
+  e.hypothesis = "a deeper model reaches lower val_bpb in the same budget";
+  e.predicted_effect = -0.01;
+  e.predicted_low = -0.02;
+  e.predicted_high = 0.0;
+  e.rule_text = "accept if mean(B) - mean(A) < -0.005 at 95%";
+  return e;
+}
 
 struct ResultSpec {
   std::string name = "cpu-small";

@@ -12,18 +12,9 @@ namespace ct::lab {
 namespace {
 
 using test::ResultSpec;
+using test::sample_experiment;
 using test::write_run;
 
-NewExperiment sample_experiment() {
-  NewExperiment e;
-  e.change = "n_layer 4 -> 6";
-  e.hypothesis = "a deeper model reaches lower val_bpb in the same budget";
-  e.predicted_effect = -0.01;
-  e.predicted_low = -0.02;
-  e.predicted_high = 0.0;
-  e.rule_text = "accept if mean(B) - mean(A) < -0.005 at 95%";
-  return e;
-}
 
 using ct::test::error_of;
 

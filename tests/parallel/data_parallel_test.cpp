@@ -518,6 +518,11 @@ TEST_F(DataParallel, UnderTorchrunAMissingOrDisagreeingRankStopsBeforeWritingAny
 // loopback or shared memory. Needs root, iproute2 and unshare (CI runs as root).
 class TwoHosts {
  public:
+  // Empty where this machine can make the two namespaces (root, iproute2, unshare), else why not.
+  static std::string unavailable() {
+    if (::geteuid() == 0 && test::run_command("command -v ip && command -v unshare").exit_code == 0) return "";
+    return "needs root, iproute2 and unshare to make two network namespaces";
+  }
   TwoHosts(const fs::path& dir) : suffix_(std::to_string(::getpid())), agent_(dir / "netns-agent.sh") {
     const std::string a = "cta" + suffix_, b = "ctb" + suffix_;
     const std::string setup = "ip netns add " + a + " && ip netns add " + b + " && ip link add va" + suffix_ +
@@ -565,8 +570,7 @@ class TwoHosts {
 };
 
 TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
-  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
-    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  if (const std::string why = TwoHosts::unavailable(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
   TwoHosts hosts(dir.path());
   ASSERT_TRUE(hosts.ready()) << hosts.why();
@@ -591,8 +595,7 @@ TEST_F(DataParallel, TwoHostsOverTcpTrainLikeOneProcess) {
 // CLOCKTRAIN_COLLECTIVE_TIMEOUT = 2 s, rank 1 after CLOCKTRAIN_RANK0_TIMEOUT = 3 s), rather than waiting
 // for TCP to give up. mpirun, which cannot reach host b's side to stop it, ends once the link is back.
 TEST_F(DataParallel, TwoHostsCutOffFromEachOtherStopWithinTheLimitNamingEachOther) {
-  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
-    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  if (const std::string why = TwoHosts::unavailable(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
   TwoHosts hosts(dir.path());
   ASSERT_TRUE(hosts.ready()) << hosts.why();
@@ -645,8 +648,7 @@ TEST_F(DataParallel, TwoHostsCutOffFromEachOtherStopWithinTheLimitNamingEachOthe
 TEST_F(DataParallel, TwoHostsUnderTorchrunTrainLikeMpirun) {
   const std::string torchrun = installed_torchrun();
   if (torchrun.empty()) GTEST_SKIP() << "PyTorch's torchrun is not installed (bench/torch2_venv.sh)";
-  if (::geteuid() != 0 || test::run_command("command -v ip && command -v unshare").exit_code != 0)
-    GTEST_SKIP() << "needs root, iproute2 and unshare to make two network namespaces";
+  if (const std::string why = TwoHosts::unavailable(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
   TwoHosts hosts(dir.path());
   ASSERT_TRUE(hosts.ready()) << hosts.why();

@@ -97,6 +97,27 @@ __device__ __forceinline__ void store8<float>(float* p, const float (&v)[8]) {
   reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
+// V consecutive elements as floats: V == 8 through load8/store8 (16-byte aligned), else one element
+// at a time. Kernels templated on V serve both the vectorised and the plain case with one body.
+template <int V, typename T>
+__device__ __forceinline__ void load_n(const T* p, float (&v)[V]) {
+  if constexpr (V == 8) {
+    load8(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = to_float(p[i]);
+  }
+}
+template <int V, typename T>
+__device__ __forceinline__ void store_n(T* p, const float (&v)[V]) {
+  if constexpr (V == 8) {
+    store8(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = from_float<T>(v[i]);
+  }
+}
+
 inline bool is_aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Calls fn(T{}) for a float storage dtype: float or bf16 (f64 is not a compute dtype here).
@@ -108,6 +129,17 @@ void dispatch_compute(DType dtype, Fn&& fn) {
     fn(float{});
   }
 }
+// The same for two and three dtypes: fn(A{}, B{}) and fn(A{}, B{}, C{}), one instantiation per combination.
+template <typename Fn>
+void dispatch_compute(DType a, DType b, Fn&& fn) {
+  dispatch_compute(a, [&](auto a_zero) { dispatch_compute(b, [&](auto b_zero) { fn(a_zero, b_zero); }); });
+}
+template <typename Fn>
+void dispatch_compute(DType a, DType b, DType c, Fn&& fn) {
+  dispatch_compute(a, [&](auto a_zero) {
+    dispatch_compute(b, c, [&](auto b_zero, auto c_zero) { fn(a_zero, b_zero, c_zero); });
+  });
+}
 
 // Grid-stride loops: enough blocks to fill the GPU several times over, never more than needed.
 inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 132 * 32) {
@@ -117,8 +149,16 @@ inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 132 * 32) 
   return static_cast<unsigned>(blocks);
 }
 
-// Kernels of one warp per row (the norms): warps per block, and the blocks that cover `rows` rows.
+// Kernels of one warp per row (the norms): warps per block, the blocks that cover `rows` rows, and in
+// the kernel the row of this thread's warp and its lane there.
 constexpr int kWarpsPerBlock = 8;
 inline unsigned warp_rows_grid(int64_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+struct WarpRow {
+  int64_t row;
+  int lane;
+};
+__device__ __forceinline__ WarpRow warp_row() {
+  return {blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32, static_cast<int>(threadIdx.x % 32)};
+}
 
 }  // namespace ct::cuda

@@ -171,14 +171,12 @@ void launch_cross_entropy_backward(void* dlogits, DType d_dtype, const void* log
                                    const int32_t* targets, int64_t rows, int64_t vocab, double softcap,
                                    ScalarArg loss_scale, cudaStream_t stream) {
   if (rows <= 0) return;
-  dispatch_compute(d_dtype, [&](auto d_zero) {
+  dispatch_compute(d_dtype, dtype, [&](auto d_zero, auto zero) {
     using TD = decltype(d_zero);
-    dispatch_compute(dtype, [&](auto zero) {
-      using T = decltype(zero);
-      cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, stream>>>(
-          static_cast<TD*>(dlogits), static_cast<const T*>(logits), targets, vocab, static_cast<float>(softcap),
-          loss_scale);
-    });
+    using T = decltype(zero);
+    cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, stream>>>(
+        static_cast<TD*>(dlogits), static_cast<const T*>(logits), targets, vocab, static_cast<float>(softcap),
+        loss_scale);
   });
   CT_CUDA_CHECK_LAUNCH("cross_entropy_backward");
 }

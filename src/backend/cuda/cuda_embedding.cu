@@ -97,13 +97,11 @@ size_t cub_temp_bytes(int64_t n, int64_t vocab) {
 void launch_embedding_forward(void* out, DType out_dtype, const int32_t* tokens, const void* table, DType table_dtype,
                               int64_t n_tokens, int64_t vocab, int64_t width, int* error_word, cudaStream_t stream) {
   if (n_tokens <= 0) return;
-  dispatch_compute(out_dtype, [&](auto out_zero) {
+  dispatch_compute(out_dtype, table_dtype, [&](auto out_zero, auto table_zero) {
     using TO = decltype(out_zero);
-    dispatch_compute(table_dtype, [&](auto table_zero) {
-      using TT = decltype(table_zero);
-      embedding_forward_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(
-          static_cast<TO*>(out), tokens, static_cast<const TT*>(table), vocab, width, error_word);
-    });
+    using TT = decltype(table_zero);
+    embedding_forward_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(
+        static_cast<TO*>(out), tokens, static_cast<const TT*>(table), vocab, width, error_word);
   });
   CT_CUDA_CHECK_LAUNCH("embedding_forward");
 }

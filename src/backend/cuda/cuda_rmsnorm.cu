@@ -11,116 +11,82 @@ namespace {
 
 //   forward:  r = 1 / sqrt(mean(x^2) + eps),  y = x r
 //   backward: dx += r (dy - y mean(dy y))
+// Each lane takes V consecutive elements at a time: V == 8 with 16-byte accesses (width % 8 == 0, rows
+// 16-byte aligned), else V == 1. Lane l sums its elements in order, then the warp sums the lanes.
 
-template <typename TX, typename TY>
+template <int V, typename TX, typename TY>
 __global__ void rmsnorm_forward_kernel(TY* y, float* rstd, const TX* x, int64_t rows, int64_t width, float eps) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const TX* xr = x + row * width;
-  TY* yr = y + row * width;
+  const WarpRow w = warp_row();
+  if (w.row >= rows) return;
+  const TX* xr = x + w.row * width;
+  TY* yr = y + w.row * width;
+  const int64_t chunks = width / V;
   float sum_squares = 0.0f;
-  for (int64_t c = lane; c < width; c += 32) {
-    const float v = to_float(xr[c]);
-    sum_squares += v * v;
+  for (int64_t c = w.lane; c < chunks; c += 32) {
+    float v[V];
+    load_n(xr + V * c, v);
+#pragma unroll
+    for (int i = 0; i < V; ++i) sum_squares += v[i] * v[i];
   }
   sum_squares = warp_sum(sum_squares);
   const float inv_rms = rsqrtf(sum_squares / static_cast<float>(width) + eps);
-  for (int64_t c = lane; c < width; c += 32) yr[c] = from_float<TY>(to_float(xr[c]) * inv_rms);
-  if (lane == 0) rstd[row] = inv_rms;
+  for (int64_t c = w.lane; c < chunks; c += 32) {
+    float v[V];
+    load_n(xr + V * c, v);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] *= inv_rms;
+    store_n(yr + V * c, v);
+  }
+  if (w.lane == 0) rstd[w.row] = inv_rms;
 }
 
-template <typename TD, typename TG, typename TY>
+template <int V, typename TD, typename TG, typename TY>
 __global__ void rmsnorm_backward_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, int64_t rows,
                                         int64_t width) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const TG* dyr = dy + row * width;
-  const TY* yr = y + row * width;
-  TD* dxr = dx + row * width;
+  const WarpRow w = warp_row();
+  if (w.row >= rows) return;
+  const TG* dyr = dy + w.row * width;
+  const TY* yr = y + w.row * width;
+  TD* dxr = dx + w.row * width;
+  const int64_t chunks = width / V;
   float dot = 0.0f;
-  for (int64_t c = lane; c < width; c += 32) dot += to_float(dyr[c]) * to_float(yr[c]);
-  dot = warp_sum(dot);
-  const float mean_dot = dot / static_cast<float>(width), inv_rms = rstd[row];
-  for (int64_t c = lane; c < width; c += 32)
-    dxr[c] = from_float<TD>(to_float(dxr[c]) + inv_rms * (to_float(dyr[c]) - to_float(yr[c]) * mean_dot));
-}
-
-// The same with 8 elements per lane and 16-byte accesses (width % 8 == 0, rows 16-byte aligned).
-template <typename TX, typename TY>
-__global__ void rmsnorm_forward_vec8_kernel(TY* y, float* rstd, const TX* x, int64_t rows, int64_t width, float eps) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const TX* xr = x + row * width;
-  TY* yr = y + row * width;
-  const int64_t chunks = width / 8;
-  float sum_squares = 0.0f;
-  for (int64_t c = lane; c < chunks; c += 32) {
-    float v[8];
-    load8(xr + 8 * c, v);
+  for (int64_t c = w.lane; c < chunks; c += 32) {
+    float g[V], v[V];
+    load_n(dyr + V * c, g);
+    load_n(yr + V * c, v);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) sum_squares += v[i] * v[i];
-  }
-  sum_squares = warp_sum(sum_squares);
-  const float inv_rms = rsqrtf(sum_squares / static_cast<float>(width) + eps);
-  for (int64_t c = lane; c < chunks; c += 32) {
-    float v[8];
-    load8(xr + 8 * c, v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] *= inv_rms;
-    store8(yr + 8 * c, v);
-  }
-  if (lane == 0) rstd[row] = inv_rms;
-}
-
-template <typename TD, typename TG, typename TY>
-__global__ void rmsnorm_backward_vec8_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, int64_t rows,
-                                             int64_t width) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const TG* dyr = dy + row * width;
-  const TY* yr = y + row * width;
-  TD* dxr = dx + row * width;
-  const int64_t chunks = width / 8;
-  float dot = 0.0f;
-  for (int64_t c = lane; c < chunks; c += 32) {
-    float g[8], v[8];
-    load8(dyr + 8 * c, g);
-    load8(yr + 8 * c, v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) dot += g[i] * v[i];
+    for (int i = 0; i < V; ++i) dot += g[i] * v[i];
   }
   dot = warp_sum(dot);
-  const float mean_dot = dot / static_cast<float>(width), inv_rms = rstd[row];
-  for (int64_t c = lane; c < chunks; c += 32) {
-    float g[8], v[8], acc[8];
-    load8(dyr + 8 * c, g);
-    load8(yr + 8 * c, v);
-    load8(dxr + 8 * c, acc);
+  const float mean_dot = dot / static_cast<float>(width), inv_rms = rstd[w.row];
+  for (int64_t c = w.lane; c < chunks; c += 32) {
+    float g[V], v[V], acc[V];
+    load_n(dyr + V * c, g);
+    load_n(yr + V * c, v);
+    load_n(dxr + V * c, acc);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) acc[i] += inv_rms * (g[i] - v[i] * mean_dot);
-    store8(dxr + 8 * c, acc);
+    for (int i = 0; i < V; ++i) acc[i] += inv_rms * (g[i] - v[i] * mean_dot);
+    store_n(dxr + V * c, acc);
   }
+}
+
+// Calls fn(std::integral_constant<int, V>) with V = 8 when `vec8`, else 1.
+template <typename Fn>
+void dispatch_per_lane(bool vec8, Fn&& fn) {
+  if (vec8) fn(std::integral_constant<int, 8>{});
+  else fn(std::integral_constant<int, 1>{});
 }
 
 void launch_rmsnorm_forward(void* y, DType y_dtype, float* rstd, const void* x, DType x_dtype, int64_t rows,
                             int64_t width, double eps, cudaStream_t stream) {
   if (rows <= 0) return;
   const bool vec8 = width % 8 == 0 && is_aligned16(y) && is_aligned16(x);
-  dispatch_compute(x_dtype, [&](auto x_zero) {
+  dispatch_compute(x_dtype, y_dtype, [&](auto x_zero, auto y_zero) {
     using TX = decltype(x_zero);
-    dispatch_compute(y_dtype, [&](auto y_zero) {
-      using TY = decltype(y_zero);
-      if (vec8) {
-        rmsnorm_forward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
-      } else {
-        rmsnorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
-      }
+    using TY = decltype(y_zero);
+    dispatch_per_lane(vec8, [&](auto per_lane) {
+      rmsnorm_forward_kernel<decltype(per_lane)::value><<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<TY*>(y), rstd, static_cast<const TX*>(x), rows, width, static_cast<float>(eps));
     });
   });
   CT_CUDA_CHECK_LAUNCH("rmsnorm_forward");
@@ -132,20 +98,14 @@ void launch_rmsnorm_backward(void* dx, DType dx_dtype, const void* dy, DType dy_
                              const float* rstd, int64_t rows, int64_t width, cudaStream_t stream) {
   if (rows <= 0) return;
   const bool vec8 = width % 8 == 0 && is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y);
-  dispatch_compute(dx_dtype, [&](auto dx_zero) {
+  dispatch_compute(dx_dtype, dy_dtype, y_dtype, [&](auto dx_zero, auto dy_zero, auto y_zero) {
     using TD = decltype(dx_zero);
-    dispatch_compute(dy_dtype, [&](auto dy_zero) {
-      using TG = decltype(dy_zero);
-      dispatch_compute(y_dtype, [&](auto y_zero) {
-        using TY = decltype(y_zero);
-        if (vec8) {
-          rmsnorm_backward_vec8_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+    using TG = decltype(dy_zero);
+    using TY = decltype(y_zero);
+    dispatch_per_lane(vec8, [&](auto per_lane) {
+      rmsnorm_backward_kernel<decltype(per_lane)::value>
+          <<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
               static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, rows, width);
-        } else {
-          rmsnorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-              static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, rows, width);
-        }
-      });
     });
   });
   CT_CUDA_CHECK_LAUNCH("rmsnorm_backward");

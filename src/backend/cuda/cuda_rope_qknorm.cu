@@ -32,8 +32,7 @@ constexpr int kMaxPairsPerLane = 4;
 template <typename TX, typename TY>
 __global__ void rope_qknorm_forward_kernel(TY* y, float* rstd, const TX* x, const float* cos, const float* sin,
                                            int64_t rows, int64_t heads, int64_t time, int64_t head_dim, float eps) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const auto [row, lane] = warp_row();
   if (row >= rows) return;
   const int64_t half = head_dim / 2, t = (row / heads) % time;
   const TX* xr = x + row * head_dim;
@@ -69,8 +68,7 @@ template <typename TD, typename TG, typename TY>
 __global__ void rope_qknorm_backward_kernel(TD* dx, const TG* dy, const TY* y, const float* rstd, const float* cos,
                                             const float* sin, int64_t rows, int64_t heads, int64_t time,
                                             int64_t head_dim) {
-  const int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
+  const auto [row, lane] = warp_row();
   if (row >= rows) return;
   const int64_t half = head_dim / 2, t = (row / heads) % time;
   const TG* dyr = dy + row * head_dim;
@@ -187,23 +185,21 @@ void launch_rope_qknorm_forward(void* y, DType y_dtype, float* rstd, const void*
   check(head_dim <= 2 * 32 * kMaxPairsPerLane, "rope_qknorm: head_dim ", head_dim, " is above the CUDA limit of ",
         2 * 32 * kMaxPairsPerLane);
   const bool aligned = is_aligned16(y) && is_aligned16(x) && is_aligned16(cos) && is_aligned16(sin);
-  dispatch_compute(x_dtype, [&](auto x_zero) {
+  dispatch_compute(x_dtype, y_dtype, [&](auto x_zero, auto y_zero) {
     using TX = decltype(x_zero);
-    dispatch_compute(y_dtype, [&](auto y_zero) {
-      using TY = decltype(y_zero);
-      const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
-        constexpr int kLanes = decltype(lanes)::value;
-        const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
-        rope_qknorm_forward_vec8_kernel<TX, TY, kLanes>
-            <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
-                static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time,
-                static_cast<float>(eps));
-      });
-      if (!vectorised)
-        rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-            static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time, head_dim,
-            static_cast<float>(eps));
+    using TY = decltype(y_zero);
+    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+      constexpr int kLanes = decltype(lanes)::value;
+      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+      rope_qknorm_forward_vec8_kernel<TX, TY, kLanes>
+          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time,
+              static_cast<float>(eps));
     });
+    if (!vectorised)
+      rope_qknorm_forward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<TY*>(y), rstd, static_cast<const TX*>(x), cos, sin, rows, heads, time, head_dim,
+          static_cast<float>(eps));
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_forward");
 }
@@ -213,26 +209,22 @@ void launch_rope_qknorm_backward(void* dx, DType dx_dtype, const void* dy, DType
                                  int64_t time, int64_t head_dim, cudaStream_t stream) {
   if (rows <= 0) return;
   const bool aligned = is_aligned16(dx) && is_aligned16(dy) && is_aligned16(y) && is_aligned16(cos) && is_aligned16(sin);
-  dispatch_compute(dx_dtype, [&](auto dx_zero) {
+  dispatch_compute(dx_dtype, dy_dtype, y_dtype, [&](auto dx_zero, auto dy_zero, auto y_zero) {
     using TD = decltype(dx_zero);
-    dispatch_compute(dy_dtype, [&](auto dy_zero) {
-      using TG = decltype(dy_zero);
-      dispatch_compute(y_dtype, [&](auto y_zero) {
-        using TY = decltype(y_zero);
-        const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
-          constexpr int kLanes = decltype(lanes)::value;
-          const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
-          rope_qknorm_backward_vec8_kernel<TD, TG, TY, kLanes>
-              <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0,
-                 stream>>>(static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos,
-                           sin, rows, heads, time);
-        });
-        if (!vectorised)
-          rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
-              static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos, sin, rows, heads,
-              time, head_dim);
-      });
+    using TG = decltype(dy_zero);
+    using TY = decltype(y_zero);
+    const bool vectorised = aligned && dispatch_rope_lanes(head_dim, [&](auto lanes) {
+      constexpr int kLanes = decltype(lanes)::value;
+      const int64_t rows_per_block = kWarpsPerBlock * (32 / kLanes);
+      rope_qknorm_backward_vec8_kernel<TD, TG, TY, kLanes>
+          <<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kWarpsPerBlock * 32, 0,
+             stream>>>(static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos,
+                       sin, rows, heads, time);
     });
+    if (!vectorised)
+      rope_qknorm_backward_kernel<<<warp_rows_grid(rows), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<TD*>(dx), static_cast<const TG*>(dy), static_cast<const TY*>(y), rstd, cos, sin, rows, heads,
+          time, head_dim);
   });
   CT_CUDA_CHECK_LAUNCH("rope_qknorm_backward");
 }

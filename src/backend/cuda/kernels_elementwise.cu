@@ -256,13 +256,11 @@ void launch_scale_by_inverse_norm(void* dst, DType dst_dtype, const void* src, D
                                   const double* sum_squares, double eps, cudaStream_t stream) {
   if (n <= 0) return;
   const unsigned grid = grid_for(n, kThreads);
-  dispatch_compute(dst_dtype, [&](auto dst_zero) {
+  dispatch_compute(dst_dtype, src_dtype, [&](auto dst_zero, auto src_zero) {
     using D = decltype(dst_zero);
-    dispatch_compute(src_dtype, [&](auto src_zero) {
-      using S = decltype(src_zero);
-      scale_by_inverse_norm_kernel<<<grid, kThreads, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), n,
-                                                                  sum_squares, eps);
-    });
+    using S = decltype(src_zero);
+    scale_by_inverse_norm_kernel<<<grid, kThreads, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), n,
+                                                                sum_squares, eps);
   });
   CT_CUDA_CHECK_LAUNCH("scale_by_inverse_norm");
 }
