@@ -27,12 +27,7 @@ struct Fixture {
     NewExperiment e = test::sample_experiment();
     e.declared = declared;
     id = ledger.add_experiment(e);
-    LadderCheck c;
-    c.experiment_id = id;
-    c.rung = Rung::cpu_check;
-    c.command = "ctest -R model";
-    c.passed = true;
-    ledger.add_check(c);
+    ledger.add_check(test::passed_cpu_check(id));
     ledger.add_run(id, "B", Rung::probe, read_run_record(write_run(dir / "probe", treatment(1, 2.0))), {});
     ledger.add_run(id, "B", Rung::smoke, read_run_record(write_run(dir / "smoke", treatment(1, 1.9))), {});
   }

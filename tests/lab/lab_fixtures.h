@@ -27,6 +27,16 @@ inline NewExperiment sample_experiment() {
   return e;
 }
 
+// The first rung of experiment `id`'s ladder, passed.
+inline LadderCheck passed_cpu_check(int64_t id) {
+  LadderCheck c;
+  c.experiment_id = id;
+  c.rung = Rung::cpu_check;
+  c.command = "ctest -R model";
+  c.passed = true;
+  return c;
+}
+
 struct ResultSpec {
   std::string name = "cpu-small";
   int64_t seed = 1;

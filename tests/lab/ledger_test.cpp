@@ -20,12 +20,7 @@ using ct::test::error_of;
 
 // Climbs cpu-check -> probe -> smoke for experiment `id` so that full runs may be recorded.
 void climb_to_full(Ledger& ledger, int64_t id, const fs::path& scratch) {
-  LadderCheck c;
-  c.experiment_id = id;
-  c.rung = Rung::cpu_check;
-  c.command = "ctest -R model";
-  c.passed = true;
-  ledger.add_check(c);
+  ledger.add_check(test::passed_cpu_check(id));
   ResultSpec probe;
   probe.budget_seconds = 10;
   probe.eligible = false;  // a probe needs a finite score, not an eligible gate
