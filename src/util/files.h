@@ -32,7 +32,6 @@ class AtomicWriter {
   void write(std::string_view s) { write(s.data(), s.size()); }
   uint64_t bytes_written() const { return bytes_written_; }
   void commit();  // fsync, close, rename, fsync the folder
-  const fs::path& temp_path() const { return temp_path_; }
 
  private:
   fs::path final_path_, temp_path_;
