@@ -63,6 +63,7 @@ def config_json(cfg):
         "attention_layers": list(cfg.attention_layers),
         "softcap": cfg.softcap,
         "rope_base": cfg.rope_base,
+        "qk_gain": cfg.qk_gain,
         "norm_eps": NORM_EPS,
     }
 

@@ -47,6 +47,12 @@ void ModelConfig::validate(const std::string& where) const {
   check(std::isfinite(softcap) && softcap > 0, where, ": field 'softcap': expected a positive number, got ", softcap);
   check(std::isfinite(rope_base) && rope_base > 1, where, ": field 'rope_base': expected a number > 1, got ",
         rope_base);
+  check(std::isfinite(qk_gain) && qk_gain > 0 && qk_gain <= 16, where,
+        ": field 'qk_gain': expected a number in (0, 16], got ", qk_gain);
+}
+
+double ModelConfig::attention_scale() const {
+  return qk_gain * qk_gain / std::sqrt(static_cast<double>(head_dim()));
 }
 
 int64_t ModelConfig::parameter_count() const {
@@ -88,6 +94,7 @@ Json to_json(const ModelConfig& c) {
               {"attention_layers", layers},
               {"softcap", c.softcap},
               {"rope_base", c.rope_base},
+              {"qk_gain", c.qk_gain},
               {"norm_eps", kNormEps}};
 }
 
@@ -96,7 +103,8 @@ ModelConfig model_config_from_json(const Json& j, const std::string& where) {
   static const std::set<std::string> known = {"format",     "model_type", "architectures",    "vocab_size",
                                               "padded_vocab_size", "vocab_pad_multiple", "sequence_len",
                                               "n_layer",    "n_embd",     "n_head",           "n_kv_head",
-                                              "mlp_ratio",  "attention_layers", "softcap", "rope_base", "norm_eps"};
+                                              "mlp_ratio",  "attention_layers", "softcap", "rope_base", "qk_gain",
+                                              "norm_eps"};
   for (const auto& [key, value] : j.items())
     check(known.count(key) == 1, where, ": unknown field '", key, "'");
   // Absent from configs written before they were added; where present they must be clocktrain's.
@@ -117,6 +125,7 @@ ModelConfig model_config_from_json(const Json& j, const std::string& where) {
   c.mlp_ratio = json_field_or<int64_t>(j, "mlp_ratio", 4, where);
   c.softcap = json_field_or<double>(j, "softcap", 15.0, where);
   c.rope_base = json_field_or<double>(j, "rope_base", 10000.0, where);
+  c.qk_gain = json_field_or<double>(j, "qk_gain", 1.0, where);  // absent from configs written before it
   if (j.contains("attention_layers")) c.attention_layers = json_field<std::vector<bool>>(j, "attention_layers", where);
   if (j.contains("norm_eps")) {
     double eps = json_field<double>(j, "norm_eps", where);

@@ -26,8 +26,15 @@ struct ModelConfig {
   std::vector<bool> attention_layers;
   double softcap = 15.0;         // logits = softcap * tanh(logits / softcap)
   double rope_base = 10000.0;
+  // q and k are multiplied by qk_gain after the QK norm (frontier.md 1.6: nanochat's 1.2; 1 is
+  // docs/model.md's model).
+  double qk_gain = 1.0;
 
   int64_t head_dim() const { return n_embd / n_head; }
+  // The attention logits' factor: (qk_gain q) . (qk_gain k) / sqrt(D) = qk_gain^2 / sqrt(D) times
+  // q . k, so the gain is applied there, once, rather than to q and k (with qk_gain 1 it is
+  // exactly 1 / sqrt(D), the baseline's scale).
+  double attention_scale() const;
   int64_t mlp_hidden() const { return mlp_ratio * n_embd; }
   // Rows of wte and lm_head: vocab_size rounded up to vocab_pad_multiple. Rows past vocab_size are
   // never read by the loss (the head's output is sliced to vocab_size), so their gradients stay 0.

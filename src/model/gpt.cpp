@@ -137,7 +137,7 @@ void GPT::layer_forward(const LayerTensors& t, int64_t layer, AttentionPositions
     be.gemm(t.ln1, mm(p.c_q), t.q_raw, false, true);
     be.gemm(t.ln1, mm(p.c_k), t.k_raw, false, true);
     be.gemm(t.ln1, mm(p.c_v), t.v, false, true);
-    positions.attend(be, t, layer, rope_cos_, rope_sin_, 1.0 / std::sqrt(static_cast<double>(config_.head_dim())));
+    positions.attend(be, t, layer, rope_cos_, rope_sin_, config_.attention_scale());
     be.gemm(t.att, mm(p.attn_proj), t.x, false, true, 1.0, 1.0);
   }
   be.rmsnorm_forward(t.ln2, t.rstd2, t.x, kNormEps);
@@ -308,7 +308,7 @@ void GPT::attention_backward(int64_t layer, int64_t B, int64_t T) {
   be.attention_backward(view(acts.dq, {B, T, H, D}), view(acts.dk, {B, T, Hkv, D}), view(acts.dv, {B, T, Hkv, D}),
                         view(acts.d_attention(), {B, T, H, D}), view(a.att, {B, T, H, D}), view(a.lse, {B, H, T}),
                         view(a.q, {B, T, H, D}), view(a.k, {B, T, Hkv, D}), view(a.v, {B, T, Hkv, D}),
-                        1.0 / std::sqrt(static_cast<double>(D)));
+                        config_.attention_scale());
   // back through QK norm and rotary into the projections' outputs (stored as matmul operands)
   const Tensor dq_raw = view(acts.dq_raw(), {N, H * D}), dk_raw = view(acts.dk_raw(), {N, Hkv * D});
   const Tensor dv = view(acts.dv, {N, Hkv * D});

@@ -53,6 +53,9 @@ TEST(ModelConfig, ValidationNamesTheField) {
   c = tiny_config();
   c.attention_layers = {true};
   EXPECT_THROW(c.validate("x"), Error);
+  c = tiny_config();
+  c.qk_gain = 0.0;
+  EXPECT_THROW(c.validate("x"), Error);
 }
 
 TEST(ModelConfig, JsonRoundTripRejectsUnknownFields) {
@@ -128,9 +131,8 @@ TEST(Forward, LossAtInitialisationIsLnVocab) {
 
 // Central differences of the mean loss in float64 against backward(), for a sample of elements of
 // every parameter (the first, the last and a stride through the middle).
-TEST(Backward, MatchesFiniteDifferencesInFloat64) {
+void check_finite_differences(ModelConfig c) {
   auto backend = cpu_backend();
-  ModelConfig c = tiny_config();
   c.sequence_len = 8;
   GPT model(*backend, c, DType::f64);
   test::randomize_parameters(model, 11);
@@ -164,6 +166,29 @@ TEST(Backward, MatchesFiniteDifferencesInFloat64) {
     }
   }
   EXPECT_GT(checked, 60);
+}
+
+TEST(Backward, MatchesFiniteDifferencesInFloat64) { check_finite_differences(tiny_config()); }
+
+// QK gain (frontier.md 1.6) enters the attention logits as qk_gain^2 / sqrt(D): exactly the baseline's
+// 1 / sqrt(D) at gain 1, the gradients right at another gain, and a loss that moves with it.
+TEST(Backward, WithQkGainMatchesFiniteDifferencesInFloat64) {
+  ModelConfig c = tiny_config();
+  EXPECT_EQ(c.attention_scale(), 1.0 / std::sqrt(static_cast<double>(c.head_dim())));
+  c.qk_gain = 1.2;
+  EXPECT_DOUBLE_EQ(c.attention_scale(), 1.44 / std::sqrt(static_cast<double>(c.head_dim())));
+  check_finite_differences(c);
+  auto backend = cpu_backend();
+  std::vector<int32_t> x, y;
+  test::random_batch(2, 8, c.vocab_size, 3, x, y, 5);
+  auto loss_with_gain = [&](double gain) {
+    ModelConfig g = tiny_config();
+    g.qk_gain = gain;
+    GPT model(*backend, g);
+    test::randomize_parameters(model, 11);
+    return model.forward(x.data(), y.data(), 2, 8);
+  };
+  EXPECT_NE(loss_with_gain(1.0), loss_with_gain(1.2));
 }
 
 TEST(Backward, Float32MatchesFloat64) {

@@ -25,6 +25,13 @@ TEST(Schedule, WarmdownOverTheLastFifth) {
   EXPECT_NEAR(lr_factor(s, 0.9), 0.55, 1e-12);
   s.warmup_fraction = 0.1;
   EXPECT_NEAR(lr_factor(s, 0.05), 0.5, 1e-12);
+  // nanochat's 2026 shape after its warm-up (frontier.md 2.6): f(N - W) = 1, f(N) = 0.05, W = 0.65 N
+  ScheduleConfig frontier;
+  frontier.warmdown_fraction = 0.65;
+  frontier.final_lr_fraction = 0.05;
+  EXPECT_EQ(lr_factor(frontier, 0.35), 1.0);
+  EXPECT_NEAR(lr_factor(frontier, 0.675), 0.525, 1e-12);
+  EXPECT_NEAR(lr_factor(frontier, 1.0), 0.05, 1e-12);
 }
 
 TEST(Schedule, MuonMomentumWarmsUpOver300Steps) {

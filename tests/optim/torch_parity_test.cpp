@@ -47,11 +47,10 @@ std::string json_list(const std::vector<double>& v) {
   return out.str() + "]";
 }
 
-TEST(TorchParity, LossGradientsAndThreeOptimizerSteps) {
-  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+// Writes the files torch_parity.py reads for model `c` and runs it.
+void check_parity(const ModelConfig& c) {
   test::TempDir dir;
   auto backend = test::cpu_backend();
-  ModelConfig c = test::tiny_config();
   GPT model(*backend, c);
   test::randomize_parameters(model, 31, 2.0);
   save_model(model, dir / "checkpoint");
@@ -93,6 +92,22 @@ TEST(TorchParity, LossGradientsAndThreeOptimizerSteps) {
                              dir.path().string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::cout << r.output;
+}
+
+TEST(TorchParity, LossGradientsAndThreeOptimizerSteps) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  check_parity(test::tiny_config());
+}
+
+// The frontier's model switches that need no new op (frontier.md 1.6, 1.8): nanochat's QK gain 1.2 on the
+// normalised q and k (the reference multiplies q and k; clocktrain scales the attention logits by the
+// gain squared) and rotary base 100000.
+TEST(TorchParity, WithQkGainAndRopeBase) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  ModelConfig c = test::tiny_config();
+  c.qk_gain = 1.2;
+  c.rope_base = 100000.0;
+  check_parity(c);
 }
 
 }  // namespace

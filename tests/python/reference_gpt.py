@@ -86,6 +86,7 @@ class Config:
         self.attention_layers = fields.get("attention_layers") or [True] * self.n_layer
         self.softcap = fields.get("softcap", 15.0)
         self.rope_base = fields.get("rope_base", 10000.0)
+        self.qk_gain = fields.get("qk_gain", 1.0)  # frontier.md 1.6: q, k times the gain after QK norm
 
     @property
     def head_dim(self):
@@ -135,6 +136,8 @@ class Attention(nn.Module):
         k = self.c_k(x).view(B, T, cfg.n_kv_head, hd)
         v = self.c_v(x).view(B, T, cfg.n_kv_head, hd)
         q, k = rms_norm(apply_rotary(q, cos, sin)), rms_norm(apply_rotary(k, cos, sin))
+        if cfg.qk_gain != 1.0:
+            q, k = cfg.qk_gain * q, cfg.qk_gain * k
         rep = cfg.n_head // cfg.n_kv_head
         k = k.repeat_interleave(rep, dim=2)
         v = v.repeat_interleave(rep, dim=2)
