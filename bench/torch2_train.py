@@ -40,7 +40,7 @@ from torch_recipe import (autocast, build_model, build_optimizer, load_recipe, m
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
 from reference_gpt import NORM_EPS, write_safetensors  # noqa: E402
-from reference_optim import lr_factor  # noqa: E402
+from reference_optim import lr_factor, warmdown_position  # noqa: E402
 
 STEP_TIME_WINDOW = 10  # trainer.cpp kStepTimeWindow
 
@@ -127,6 +127,7 @@ def main():
             break
         lr = lr_factor(clock / args.budget, schedule["warmup_fraction"], schedule["warmdown_fraction"],
                        schedule["final_lr_fraction"])
+        warmdown = warmdown_position(clock / args.budget, schedule["warmdown_fraction"])
         t0 = time.perf_counter()
         model.zero_grad(set_to_none=False)
         loss_sum = 0.0
@@ -136,7 +137,7 @@ def main():
                 micro_loss = forward(x, y)
             (micro_loss / micro).backward()
             loss_sum += float(micro_loss.detach())
-        opt.step(lr)
+        opt.step(lr, warmdown)
         seconds = time.perf_counter() - t0
         step += 1
         tokens += tokens_per_step

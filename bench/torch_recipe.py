@@ -69,6 +69,7 @@ def build_optimizer(model, recipe):
             muon_momentum=o["muon_momentum"],
             muon_momentum_start=o["muon_momentum_start"],
             muon_momentum_warmup_steps=o["muon_momentum_warmup_steps"],
+            muon_momentum_final=o.get("muon_momentum_final", 0.0),
             muon_ns_steps=o["muon_ns_steps"],
             muon_ns_coefficients=tuple(o["muon_ns_coefficients"]),
             embedding_lr=o["embedding_lr"],

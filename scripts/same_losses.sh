@@ -3,8 +3,9 @@
 # architecture.md). Both train recipes/tiny.toml for STEPS steps (default 20) with the same seed and
 # thread count, at every CPU level this CPU has (CLOCKTRAIN_CPU_MAX_ISA) and in both matmul precisions
 # (bf16 where the level has a bf16 engine); every train and held-out loss in metrics.jsonl, and the
-# checkpoint's weights (SHA-256 of model.safetensors), must be equal. Prints one line per case and
-# exits 1 at the first difference.
+# checkpoint's weights (SHA-256 of model.safetensors' tensors: names, dtypes, shapes and bytes; not its
+# metadata, which holds the resolved recipe's hash, and that changes when a recipe field is added), must
+# be equal. Prints one line per case and exits 1 at the first difference.
 #
 # usage: scripts/same_losses.sh BEFORE AFTER [DATA]
 #   BEFORE, AFTER: clocktrain binaries (e.g. one built from the base commit in a git worktree)
@@ -37,6 +38,15 @@ for line in open(sys.argv[1]):
         print(r["kind"], r["step"], r.get("split", ""), repr(r["loss"]))' "$1"
 }
 
+weights() {  # SHA-256 of a safetensors file's tensors, its __metadata__ left out
+  /usr/bin/python3 -c 'import hashlib, json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+header.pop("__metadata__", None)
+print(hashlib.sha256(json.dumps(header, sort_keys=True).encode() + data[8 + n:]).hexdigest())' "$1"
+}
+
 mkdir -p "$out"
 cases=0
 for level in "${levels[@]}"; do
@@ -54,11 +64,12 @@ for level in "${levels[@]}"; do
     done
     a=$(losses "$out/$level-$precision-before/metrics.jsonl")
     b=$(losses "$out/$level-$precision-after/metrics.jsonl")
-    wa=$(sha256sum < "$out/$level-$precision-before/checkpoint/model.safetensors")
-    wb=$(sha256sum < "$out/$level-$precision-after/checkpoint/model.safetensors")
+    wa=$(weights "$out/$level-$precision-before/checkpoint/model.safetensors")
+    wb=$(weights "$out/$level-$precision-after/checkpoint/model.safetensors")
     if [ "$a" != "$b" ] || [ "$wa" != "$wb" ]; then
       echo "$level $precision: DIFFERENT"
       diff <(echo "$a") <(echo "$b") | head -5
+      [ "$wa" = "$wb" ] || echo "the weights differ"
       exit 1
     fi
     echo "$level $precision: the same $(echo "$a" | wc -l) losses (last: $(echo "$a" | tail -1)), the same weights"

@@ -11,6 +11,10 @@ struct OptimizerConfig {
   double muon_momentum = 0.95;              // after the warm-up
   double muon_momentum_start = 0.85;        // at step 0, linear to muon_momentum over the warm-up
   int64_t muon_momentum_warmup_steps = 300;
+  // 0: the momentum stays muon_momentum after the warm-up (the baseline). Otherwise the momentum at the
+  // end of the schedule's lr warmdown, linear from muon_momentum over it (nanochat's 2026 recipe, 0.90
+  // from 0.97: frontier.md 2.6).
+  double muon_momentum_final = 0.0;
   int muon_ns_steps = 5;                    // Newton-Schulz iterations
   double muon_ns_a = 3.4445, muon_ns_b = -4.7750, muon_ns_c = 2.0315;
   // AdamW: the embedding table and the head. Learning rates are multiplied by

@@ -78,7 +78,7 @@ GradientCheck Optimizer::gradient_check_from(const std::vector<double>& slot_val
   return result;
 }
 
-void Optimizer::step(double lr_factor, double grad_norm) {
+void Optimizer::step(double lr_factor, double grad_norm, double warmdown_position) {
   check(std::isfinite(grad_norm), "optimizer: refusing a step with a non-finite gradient norm");
   if (config_.grad_clip > 0) {
     const double coef = config_.grad_clip / (grad_norm + 1e-6);
@@ -87,7 +87,7 @@ void Optimizer::step(double lr_factor, double grad_norm) {
     if (coef < 1.0 || fixed_sequence)
       for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, std::min(coef, 1.0));
   }
-  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_), muon_owned_);
+  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_, warmdown_position), muon_owned_);
   adamw_.step(lr_factor, steps_taken_ + 1, adamw_owned_);
   if (sharded()) {  // each owner's new weights to every process
     std::vector<Tensor> values;

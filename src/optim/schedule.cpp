@@ -12,10 +12,19 @@ double lr_factor(const ScheduleConfig& s, double progress) {
   return remaining + (1.0 - remaining) * s.final_lr_fraction;
 }
 
-double muon_momentum_at(const OptimizerConfig& c, int64_t steps_taken) {
-  if (c.muon_momentum_warmup_steps <= 0) return c.muon_momentum;
-  const double frac = std::min(1.0, static_cast<double>(steps_taken) / static_cast<double>(c.muon_momentum_warmup_steps));
-  return (1.0 - frac) * c.muon_momentum_start + frac * c.muon_momentum;
+double warmdown_position(const ScheduleConfig& s, double progress) {
+  if (s.warmdown_fraction <= 0) return 0.0;
+  const double p = std::clamp(progress, 0.0, 1.0);
+  return std::clamp((p - (1.0 - s.warmdown_fraction)) / s.warmdown_fraction, 0.0, 1.0);
+}
+
+double muon_momentum_at(const OptimizerConfig& c, int64_t steps_taken, double warmdown_position) {
+  if (c.muon_momentum_warmup_steps > 0 && steps_taken < c.muon_momentum_warmup_steps) {
+    const double frac = static_cast<double>(steps_taken) / static_cast<double>(c.muon_momentum_warmup_steps);
+    return (1.0 - frac) * c.muon_momentum_start + frac * c.muon_momentum;
+  }
+  if (c.muon_momentum_final <= 0 || warmdown_position <= 0) return c.muon_momentum;
+  return c.muon_momentum + (c.muon_momentum_final - c.muon_momentum) * std::min(warmdown_position, 1.0);
 }
 
 }  // namespace ct

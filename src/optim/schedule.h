@@ -10,8 +10,13 @@ namespace ct {
 // The learning-rate factor of ScheduleConfig at `progress` (clamped to [0, 1]).
 double lr_factor(const ScheduleConfig& schedule, double progress);
 
-// Muon's momentum for the optimizer step that follows `steps_taken` earlier steps: linear from
-// muon_momentum_start to muon_momentum over muon_momentum_warmup_steps (nanochat's warm-up).
-double muon_momentum_at(const OptimizerConfig& config, int64_t steps_taken);
+// How far `progress` is into the lr warmdown: 0 up to its start, 1 at its end (progress 1).
+double warmdown_position(const ScheduleConfig& schedule, double progress);
+
+// Muon's momentum for the optimizer step that follows `steps_taken` earlier steps at
+// `warmdown_position` (above): linear from muon_momentum_start to muon_momentum over
+// muon_momentum_warmup_steps (nanochat's warm-up, which wins while it lasts); then muon_momentum, or,
+// with muon_momentum_final set, linear from muon_momentum to it over the warmdown.
+double muon_momentum_at(const OptimizerConfig& config, int64_t steps_taken, double warmdown_position = 0.0);
 
 }  // namespace ct

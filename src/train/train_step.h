@@ -92,8 +92,9 @@ class TrainStep {
   // micro_steps times before any device work is queued.
   using BatchSource = std::function<void(std::vector<int32_t>& inputs, std::vector<int32_t>& targets)>;
   StepMeasurement forward_backward(const BatchSource& next_batch);
-  // Clipping, Muon and AdamW with the schedule's factor (Optimizer::step), after forward_backward.
-  void apply(double lr_factor, double grad_norm);
+  // Clipping, Muon and AdamW with the schedule's factor and warmdown position (Optimizer::step), after
+  // forward_backward.
+  void apply(double lr_factor, double grad_norm, double warmdown_position);
   bool uses_graphs() const;
 
  private:

@@ -40,6 +40,28 @@ TEST(Schedule, MuonMomentumWarmsUpOver300Steps) {
   EXPECT_NEAR(muon_momentum_at(c, 150), 0.90, 1e-12);
   EXPECT_DOUBLE_EQ(muon_momentum_at(c, 300), 0.95);
   EXPECT_DOUBLE_EQ(muon_momentum_at(c, 5000), 0.95);
+  EXPECT_DOUBLE_EQ(muon_momentum_at(c, 5000, 1.0), 0.95);  // no muon_momentum_final: no warmdown
+}
+
+// nanochat's 2026 momentum (frontier.md 2.6): 0.85 -> 0.97 over 400 steps, then 0.97 -> 0.90 over the
+// lr warmdown (0.65 of the run); its tests: mu(0) = 0.85, mu(200) = 0.91, mu(N) = 0.90.
+TEST(Schedule, MuonMomentumWarmsDownWithTheLearningRate) {
+  OptimizerConfig c;
+  c.muon_momentum_start = 0.85;
+  c.muon_momentum = 0.97;
+  c.muon_momentum_warmup_steps = 400;
+  c.muon_momentum_final = 0.90;
+  ScheduleConfig s;
+  s.warmdown_fraction = 0.65;
+  EXPECT_DOUBLE_EQ(muon_momentum_at(c, 0, warmdown_position(s, 0.0)), 0.85);
+  EXPECT_NEAR(muon_momentum_at(c, 200, warmdown_position(s, 0.1)), 0.91, 1e-12);
+  EXPECT_DOUBLE_EQ(muon_momentum_at(c, 1000, warmdown_position(s, 0.35)), 0.97);  // the warmdown starts
+  EXPECT_NEAR(muon_momentum_at(c, 2000, warmdown_position(s, 0.675)), 0.935, 1e-12);
+  EXPECT_NEAR(muon_momentum_at(c, 3000, warmdown_position(s, 1.0)), 0.90, 1e-12);
+  // the warm-up wins while it lasts, even inside the warmdown (a short run)
+  EXPECT_NEAR(muon_momentum_at(c, 200, warmdown_position(s, 0.9)), 0.91, 1e-12);
+  EXPECT_EQ(warmdown_position(s, 0.2), 0.0);
+  EXPECT_EQ(warmdown_position(s, 1.5), 1.0);
 }
 
 struct Fixture {

@@ -47,8 +47,10 @@ std::string json_list(const std::vector<double>& v) {
   return out.str() + "]";
 }
 
-// Writes the files torch_parity.py reads for model `c` and runs it.
-void check_parity(const ModelConfig& c) {
+// Writes the files torch_parity.py reads for model `c` and optimizer `oc` (three steps at lr factors
+// 1, 0.6, 0.3 and the warmdown positions given, none by default) and runs it.
+void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
+                  const std::vector<double>& warmdown = {0.0, 0.0, 0.0}) {
   test::TempDir dir;
   auto backend = test::cpu_backend();
   GPT model(*backend, c);
@@ -58,13 +60,17 @@ void check_parity(const ModelConfig& c) {
   const int64_t B = 3, T = 16;
   std::vector<int32_t> x, y;
   test::random_batch(B, T, c.vocab_size, 12, x, y, 7);
-  OptimizerConfig oc;
   const std::vector<double> lr_factors = {1.0, 0.6, 0.3};
   SafetensorsWriter batch;
   batch.add("inputs", "I32", {B, T}, x.data());
   batch.add("targets", "I32", {B, T}, y.data());
   batch.set_metadata("lr_factors", json_list(lr_factors));
   batch.set_metadata("grad_clip", exact(oc.grad_clip));
+  batch.set_metadata("warmdown_positions", json_list(warmdown));
+  batch.set_metadata("optimizer", Json{{"muon_momentum", oc.muon_momentum},
+                                       {"muon_momentum_warmup_steps", oc.muon_momentum_warmup_steps},
+                                       {"muon_momentum_final", oc.muon_momentum_final}}
+                                      .dump());
   batch.write(dir / "batch.safetensors");
 
   model.zero_grad();
@@ -83,7 +89,7 @@ void check_parity(const ModelConfig& c) {
     GradientCheck g = opt.check_gradients();
     ASSERT_TRUE(g.finite());
     norms.push_back(g.norm);
-    opt.step(lr_factors[i], g.norm);
+    opt.step(lr_factors[i], g.norm, warmdown[i]);
   }
   EXPECT_GT(norms[0], oc.grad_clip) << "the test should exercise clipping";
   write_tensors(model, false, dir / "steps.safetensors", {{"grad_norms", json_list(norms)}, {"losses", json_list(losses)}});
@@ -108,6 +114,17 @@ TEST(TorchParity, WithQkGainAndRopeBase) {
   c.qk_gain = 1.2;
   c.rope_base = 100000.0;
   check_parity(c);
+}
+
+// nanochat's 2026 momentum schedule (frontier.md 2.6): after the warm-up (here one step), linear from
+// muon_momentum to muon_momentum_final over the lr warmdown.
+TEST(TorchParity, WithMuonMomentumWarmdown) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  OptimizerConfig oc;
+  oc.muon_momentum = 0.97;
+  oc.muon_momentum_warmup_steps = 1;
+  oc.muon_momentum_final = 0.90;
+  check_parity(test::tiny_config(), oc, {0.0, 0.5, 1.0});
 }
 
 }  // namespace

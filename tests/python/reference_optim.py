@@ -16,6 +16,7 @@ class OptimizerConfig:
         self.muon_momentum = 0.95
         self.muon_momentum_start = 0.85
         self.muon_momentum_warmup_steps = 300
+        self.muon_momentum_final = 0.0  # 0: none; else the momentum at the end of the lr warmdown
         self.muon_ns_steps = 5
         self.muon_ns_coefficients = (3.4445, -4.7750, 2.0315)
         self.embedding_lr = 0.2
@@ -39,6 +40,14 @@ def lr_factor(progress, warmup=0.0, warmdown=0.2, final=0.0):
         return 1.0
     remaining = (1.0 - p) / warmdown
     return remaining + (1.0 - remaining) * final
+
+
+def warmdown_position(progress, warmdown=0.2):
+    """How far progress is into the lr warmdown: 0 up to its start, 1 at progress 1."""
+    if warmdown <= 0:
+        return 0.0
+    p = min(max(progress, 0.0), 1.0)
+    return min(max((p - (1.0 - warmdown)) / warmdown, 0.0), 1.0)
 
 
 def newton_schulz(G, steps, a, b, c):
@@ -74,7 +83,7 @@ class ReferenceOptimizer:
         return math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in self.model.parameters()))
 
     @torch.no_grad()
-    def step(self, lr_factor_value):
+    def step(self, lr_factor_value, warmdown_position=0.0):
         cfg = self.cfg
         norm = self.grad_norm()
         if cfg.grad_clip > 0:
@@ -84,6 +93,8 @@ class ReferenceOptimizer:
                     p.grad.mul_(coef)
         frac = min(1.0, self.steps_taken / cfg.muon_momentum_warmup_steps) if cfg.muon_momentum_warmup_steps > 0 else 1.0
         mu = (1 - frac) * cfg.muon_momentum_start + frac * cfg.muon_momentum
+        if frac >= 1.0 and cfg.muon_momentum_final > 0:  # the warm-up wins while it lasts
+            mu = cfg.muon_momentum + (cfg.muon_momentum_final - cfg.muon_momentum) * min(max(warmdown_position, 0.0), 1.0)
         a, b, c = cfg.muon_ns_coefficients
         for p, buf in zip(self.matrices, self.momentum):
             g = p.grad
