@@ -41,10 +41,10 @@ class Optimizer {
   // Clips the gradients to config.grad_clip by the global norm (torch's clip_grad_norm_: scale by
   // clip / (norm + 1e-6) when that is below 1), then one Muon and one AdamW step with the schedule's
   // lr_factor. Muon's momentum follows steps_taken() and, with optimizer.muon_momentum_final, the
-  // schedule's warmdown_position (optim/schedule.h); Adam's bias correction follows steps_taken(). Ends by refreshing the
-  // model's matmul compute copies of the weights (GPT::refresh_compute_weights). On a backend with
-  // graph regions the clipping scale is applied on every step (a factor of 1 when no clipping is
-  // due), so that the sequence of ops never changes.
+  // schedule's warmdown_position (optim/schedule.h); Adam's bias correction follows steps_taken().
+  // Ends by refreshing the model's matmul compute copies of the weights (GPT::refresh_compute_weights).
+  // On a backend with graph regions the clipping scale is applied on every step (a factor of 1 when no
+  // clipping is due), so that the sequence of ops never changes.
   void step(double lr_factor, double grad_norm, double warmdown_position = 0.0);
 
   int64_t steps_taken() const { return steps_taken_; }
