@@ -330,7 +330,9 @@ TEST_P(StoppedProcess, EndsTheJobWithinTheLimitNamingIt) {
             std::string::npos)
       << output;
   EXPECT_NE(output.find("stopping every process of the job"), std::string::npos) << output;
-  EXPECT_TRUE(gone(stopped) && gone(waiting)) << "no process is left behind";
+  // SIGKILL is delivered asynchronously: the stopped process may take a moment to die after the job
+  // ends, so this waits a short while rather than looking once.
+  EXPECT_TRUE(wait_until(5, [&] { return gone(stopped) && gone(waiting); })) << "no process is left behind";
 }
 
 INSTANTIATE_TEST_SUITE_P(Launchers, StoppedProcess,
