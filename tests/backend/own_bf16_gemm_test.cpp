@@ -75,9 +75,32 @@ double element_b(const Operands& o, int64_t p, int64_t j) {
   return bf16_to_float(o.b[static_cast<size_t>(o.tb ? j * o.ldb + p : p * o.ldb + j)]);
 }
 
+// The f64 products of one case, computed once for all its alpha/beta/C-dtype checks: sum_p a_ip b_pj
+// and sum_p |a_ip b_pj| for every (i, j), row-major [m, n].
+struct F64Product {
+  std::vector<double> sum, magnitude;
+};
+
+F64Product f64_product(const Operands& o) {
+  F64Product r{std::vector<double>(static_cast<size_t>(o.m * o.n)), std::vector<double>(static_cast<size_t>(o.m * o.n))};
+  for (int64_t i = 0; i < o.m; ++i)
+    for (int64_t j = 0; j < o.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < o.k; ++p) {
+        const double term = element_a(o, i, p) * element_b(o, p, j);
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      r.sum[static_cast<size_t>(i * o.n + j)] = sum;
+      r.magnitude[static_cast<size_t>(i * o.n + j)] = magnitude;
+    }
+  return r;
+}
+
 // Runs the kernel on C = c_start (f32 or bf16 as given) and returns the worst |error| over
-// (|alpha| sum |a b| + |beta c|) against f64.
-double worst_relative_error(const Engine& engine, const Operands& o, float alpha, float beta, bool c_bf16) {
+// (|alpha| sum |a b| + |beta c|) against f64 (`exact`: f64_product(o)).
+double worst_relative_error(const Engine& engine, const Operands& o, const F64Product& exact, float alpha, float beta,
+                            bool c_bf16) {
   std::mt19937 gen(99);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::vector<float> c32(static_cast<size_t>(o.m * o.ldc));
@@ -92,16 +115,11 @@ double worst_relative_error(const Engine& engine, const Operands& o, float alpha
   double worst = 0;
   for (int64_t i = 0; i < o.m; ++i)
     for (int64_t j = 0; j < o.n; ++j) {
-      double sum = 0, magnitude = 0;
-      for (int64_t p = 0; p < o.k; ++p) {
-        const double term = element_a(o, i, p) * element_b(o, p, j);
-        sum += term;
-        magnitude += std::fabs(term);
-      }
-      const size_t at = static_cast<size_t>(i * o.ldc + j);
-      const double expected = alpha * sum + beta * start[at];
+      const size_t at = static_cast<size_t>(i * o.ldc + j), ij = static_cast<size_t>(i * o.n + j);
+      const double expected = alpha * exact.sum[ij] + beta * start[at];
       const double got = c_bf16 ? bf16_to_float(c16[at]) : c32[at];
-      worst = std::max(worst, std::fabs(got - expected) / (std::fabs(alpha) * magnitude + std::fabs(beta * start[at])));
+      worst = std::max(worst, std::fabs(got - expected) /
+                                  (std::fabs(alpha) * exact.magnitude[ij] + std::fabs(beta * start[at])));
     }
   // the padding columns of C are left alone
   for (int64_t i = 0; i < o.m; ++i)
@@ -129,15 +147,19 @@ TEST_P(OwnBf16Gemm, EveryCaseMatchesF64OnTheSameBf16Inputs) {
   for (const Case& cs : cases) {
     const Operands o = make_operands(cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.pad, 7);
     const std::string what = std::string(cs.ta ? "T" : "N") + (cs.tb ? "T" : "N") + " k=" + std::to_string(cs.k);
+    const F64Product exact = f64_product(o);
+    const auto error = [&](float alpha, float beta, bool c_bf16) {
+      return worst_relative_error(engine, o, exact, alpha, beta, c_bf16);
+    };
     // f32 sums: errors of ~k f32 roundings of partial sums, far below bf16's 2^-9
-    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 0.0f, false), 1e-5) << what << " plain";
-    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 1.0f, false), 1e-5) << what << " accumulate";
-    EXPECT_LT(worst_relative_error(engine, o, 0.75f, 1.0f, false), 1e-5) << what << " scaled, accumulate";
-    EXPECT_LT(worst_relative_error(engine, o, -0.5f, 0.5f, false), 1e-5) << what << " scaled both";
+    EXPECT_LT(error(1.0f, 0.0f, false), 1e-5) << what << " plain";
+    EXPECT_LT(error(1.0f, 1.0f, false), 1e-5) << what << " accumulate";
+    EXPECT_LT(error(0.75f, 1.0f, false), 1e-5) << what << " scaled, accumulate";
+    EXPECT_LT(error(-0.5f, 0.5f, false), 1e-5) << what << " scaled both";
     // a bf16 C: one rounding of the f32 result (8 significant bits: at most 2^-8 relative)
-    EXPECT_LT(worst_relative_error(engine, o, 1.0f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16";
-    EXPECT_LT(worst_relative_error(engine, o, 0.5f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 scaled";
-    EXPECT_LT(worst_relative_error(engine, o, 0.5f, 1.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 accumulate";
+    EXPECT_LT(error(1.0f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16";
+    EXPECT_LT(error(0.5f, 0.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 scaled";
+    EXPECT_LT(error(0.5f, 1.0f, true), 1.0 / 256 + 1e-5) << what << " bf16 accumulate";
   }
 }
 

@@ -6,7 +6,7 @@ by the first path component (the rest names the file):
                     the connection; later ones behave as /ok (so a resumed download completes)
   /cutalways/NAME   every request is cut that way (a download that cannot complete)
   /norange/NAME     ignores Range: always 200 with the whole file
-  /slow/NAME        sends the headers and a few bytes, then nothing for 30 s
+  /slow/NAME        sends the headers and one byte, then nothing for 30 s
   /corrupt/NAME     the file with one byte changed (a checksum that does not match)
   /404/NAME         404 Not Found
 
@@ -63,7 +63,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if mode == "slow":
-            self.wfile.write(body[:10])
+            # One byte, then nothing: libcurl's speed (bytes over its last few seconds) falls below the
+            # stall limit of 1 byte/s after the stall timeout, where ten bytes kept it above for ~6 s.
+            self.wfile.write(body[:1])
             self.wfile.flush()
             time.sleep(30)
             return
