@@ -137,7 +137,7 @@ def main():
                 micro_loss = forward(x, y)
             (micro_loss / micro).backward()
             loss_sum += float(micro_loss.detach())
-        opt.step(lr, warmdown)
+        opt.step(lr, warmdown, clock / args.budget)
         seconds = time.perf_counter() - t0
         step += 1
         tokens += tokens_per_step

@@ -70,6 +70,7 @@ def build_optimizer(model, recipe):
             muon_momentum_start=o["muon_momentum_start"],
             muon_momentum_warmup_steps=o["muon_momentum_warmup_steps"],
             muon_momentum_final=o.get("muon_momentum_final", 0.0),
+            muon_weight_decay=o.get("muon_weight_decay", 0.0),
             muon_ns_steps=o["muon_ns_steps"],
             muon_ns_coefficients=tuple(o["muon_ns_coefficients"]),
             embedding_lr=o["embedding_lr"],

@@ -168,7 +168,7 @@ int run(int argc, char** argv) {
     const StepMeasurement measured = train_step.forward_backward(fill_batch);
     const double fwd_bwd = step.seconds();
     Timer w;
-    train_step.apply(1.0, measured.gradients.norm, 0.0);
+    train_step.apply(StepSchedule{}, measured.gradients.norm);
     backend->synchronize();
     const double opt = w.seconds(), total = step.seconds();
     double loss = 0;

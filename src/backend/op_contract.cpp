@@ -441,6 +441,13 @@ void muon_momentum(const Tensor& u_out, const Tensor& buf, const Tensor& grad, d
   }
 }
 
+// muon_update: float param; u of its dtype and element count.
+void muon_update(const Tensor& param, const Tensor& u, double, double) {
+  check_compute_dtype("muon_update", "param", param);
+  check_same_dtype("muon_update", "u", u, "param", param);
+  check_numel("muon_update", "u", u, param.numel());
+}
+
 namespace {
 
 // newton_schulz: float 2-D g; x_out of its dtype and shape; steps >= 0.

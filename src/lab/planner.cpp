@@ -91,7 +91,7 @@ std::optional<double> MeasuredStepTimer::operator()(const Recipe& recipe) {
   auto one_step = [&] {
     const double start = monotonic_seconds();
     const StepMeasurement m = step.forward_backward(random_rows);
-    step.apply(1.0, m.gradients.norm, 0.0);
+    step.apply(StepSchedule{}, m.gradients.norm);
     backend.synchronize();
     return monotonic_seconds() - start;
   };

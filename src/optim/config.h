@@ -15,6 +15,11 @@ struct OptimizerConfig {
   // end of the schedule's lr warmdown, linear from muon_momentum over it (nanochat's 2026 recipe, 0.90
   // from 0.97: frontier.md 2.6).
   double muon_momentum_final = 0.0;
+  // Cautious weight decay on the Muon matrices (nanochat's 2026 recipe, frontier.md 2.4; 0 = none, the
+  // baseline; nanochat 0.28 at depth 12): lambda_0. Each step, where the update u and the weight p agree
+  // in sign (u p >= 0: the step already moves p toward zero), p also loses eta lambda_t p, with eta the
+  // matrix's lr of that step and lambda_t = lambda_0 (1 + cos(pi progress)) / 2 (muon_weight_decay_at).
+  double muon_weight_decay = 0.0;
   int muon_ns_steps = 5;                    // Newton-Schulz iterations
   double muon_ns_a = 3.4445, muon_ns_b = -4.7750, muon_ns_c = 2.0315;
   // AdamW: the embedding table and the head. Learning rates are multiplied by

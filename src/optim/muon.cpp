@@ -40,7 +40,7 @@ Muon::Muon(Backend& backend, std::vector<Parameter*> params, const OptimizerConf
 // In groups of consecutive matrices that fit the scratch: every momentum, then one newton_schulz_many
 // over the group, then every update. Per matrix this is the order of docs/model.md; the grouping only
 // lets the backend orthogonalise several matrices at once.
-void Muon::step(double lr_factor, double momentum, const std::vector<bool>& owned) {
+void Muon::step(double lr_factor, double momentum, double weight_decay, const std::vector<bool>& owned) {
   const int64_t capacity = update_scratch_.tensor().empty() ? 0 : update_scratch_.tensor().numel();
   std::vector<size_t> mine;  // the matrices this process updates
   for (size_t i = 0; i < params_.size(); ++i)
@@ -64,7 +64,10 @@ void Muon::step(double lr_factor, double momentum, const std::vector<bool>& owne
       const Shape& shape = params_[mine[k]]->spec.shape;
       const double rows = static_cast<double>(shape[0]), cols = static_cast<double>(shape[1]);
       const double lr = config_.matrix_lr * lr_factor * std::sqrt(std::max(1.0, rows / cols));
-      backend_->axpby(params_[mine[k]]->value, -lr, orthogonal[k - begin], 1.0);
+      if (config_.muon_weight_decay > 0)
+        backend_->muon_update(params_[mine[k]]->value, orthogonal[k - begin], lr, weight_decay);
+      else
+        backend_->axpby(params_[mine[k]]->value, -lr, orthogonal[k - begin], 1.0);
     }
     begin = end;
   }

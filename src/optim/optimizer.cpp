@@ -78,7 +78,7 @@ GradientCheck Optimizer::gradient_check_from(const std::vector<double>& slot_val
   return result;
 }
 
-void Optimizer::step(double lr_factor, double grad_norm, double warmdown_position) {
+void Optimizer::step(const StepSchedule& at, double grad_norm) {
   check(std::isfinite(grad_norm), "optimizer: refusing a step with a non-finite gradient norm");
   if (config_.grad_clip > 0) {
     const double coef = config_.grad_clip / (grad_norm + 1e-6);
@@ -87,8 +87,9 @@ void Optimizer::step(double lr_factor, double grad_norm, double warmdown_positio
     if (coef < 1.0 || fixed_sequence)
       for (Parameter& p : model_->parameters()) model_->backend().scale(p.grad, std::min(coef, 1.0));
   }
-  muon_.step(lr_factor, muon_momentum_at(config_, steps_taken_, warmdown_position), muon_owned_);
-  adamw_.step(lr_factor, steps_taken_ + 1, adamw_owned_);
+  muon_.step(at.lr_factor, muon_momentum_at(config_, steps_taken_, at.warmdown_position),
+             muon_weight_decay_at(config_, at.progress), muon_owned_);
+  adamw_.step(at.lr_factor, steps_taken_ + 1, adamw_owned_);
   if (sharded()) {  // each owner's new weights to every process
     std::vector<Tensor> values;
     std::vector<int> roots;

@@ -3,7 +3,7 @@
 // after global gradient-norm clipping. One call per optimizer step:
 //
 //   GradientCheck g = optimizer.check_gradients();   // norm, first non-finite tensor
-//   if (g.finite()) optimizer.step(lr_factor, g.norm);
+//   if (g.finite()) optimizer.step(schedule_at(schedule, progress), g.norm);
 //
 // The state (momentum buffers, Adam moments, the step count) can be listed for a checkpoint and
 // restored exactly.
@@ -16,6 +16,7 @@
 #include "optim/adamw.h"
 #include "optim/config.h"
 #include "optim/muon.h"
+#include "optim/schedule.h"
 
 namespace ct {
 
@@ -41,11 +42,12 @@ class Optimizer {
   // Clips the gradients to config.grad_clip by the global norm (torch's clip_grad_norm_: scale by
   // clip / (norm + 1e-6) when that is below 1), then one Muon and one AdamW step with the schedule's
   // lr_factor. Muon's momentum follows steps_taken() and, with optimizer.muon_momentum_final, the
-  // schedule's warmdown_position (optim/schedule.h); Adam's bias correction follows steps_taken().
+  // schedule's warmdown_position; its cautious weight decay (optimizer.muon_weight_decay) the progress
+  // (optim/schedule.h); Adam's bias correction follows steps_taken().
   // Ends by refreshing the model's matmul compute copies of the weights (GPT::refresh_compute_weights).
   // On a backend with graph regions the clipping scale is applied on every step (a factor of 1 when no
   // clipping is due), so that the sequence of ops never changes.
-  void step(double lr_factor, double grad_norm, double warmdown_position = 0.0);
+  void step(const StepSchedule& at, double grad_norm);
 
   int64_t steps_taken() const { return steps_taken_; }
   void set_steps_taken(int64_t steps) { steps_taken_ = steps; }

@@ -1,6 +1,8 @@
 #include "optim/schedule.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 
 namespace ct {
 
@@ -16,6 +18,16 @@ double warmdown_position(const ScheduleConfig& s, double progress) {
   if (s.warmdown_fraction <= 0) return 0.0;
   const double p = std::clamp(progress, 0.0, 1.0);
   return std::clamp((p - (1.0 - s.warmdown_fraction)) / s.warmdown_fraction, 0.0, 1.0);
+}
+
+StepSchedule schedule_at(const ScheduleConfig& s, double progress) {
+  const double p = std::clamp(progress, 0.0, 1.0);
+  return {lr_factor(s, p), warmdown_position(s, p), p};
+}
+
+double muon_weight_decay_at(const OptimizerConfig& c, double progress) {
+  const double p = std::clamp(progress, 0.0, 1.0);
+  return c.muon_weight_decay * (1.0 + std::cos(std::numbers::pi * p)) / 2.0;
 }
 
 double muon_momentum_at(const OptimizerConfig& c, int64_t steps_taken, double warmdown_position) {

@@ -154,6 +154,7 @@ Schema schema_for(Recipe& r) {
         {"muon_momentum_start", number_field(o.muon_momentum_start)},
         {"muon_momentum_warmup_steps", int_field(o.muon_momentum_warmup_steps)},
         {"muon_momentum_final", number_field(o.muon_momentum_final)},
+        {"muon_weight_decay", number_field(o.muon_weight_decay)},
         {"muon_ns_steps", small_int_field(o.muon_ns_steps)},
         {"muon_ns_coefficients", ns_coefficients_field(o)},
         {"embedding_lr", number_field(o.embedding_lr)},
@@ -349,6 +350,8 @@ void Recipe::validate(const std::string& where) const {
         ": expected [0, 1)");
   check(o.muon_momentum_final >= 0 && o.muon_momentum_final < 1, field("optimizer.muon_momentum_final"),
         ": expected [0, 1) (0: no momentum warmdown)");
+  check(o.muon_weight_decay >= 0, field("optimizer.muon_weight_decay"),
+        ": expected >= 0 (0: no cautious weight decay on the Muon matrices)");
   check(o.muon_ns_steps >= 0, field("optimizer.muon_ns_steps"), ": expected >= 0");
   check(o.adam_beta1 >= 0 && o.adam_beta1 < 1, field("optimizer.adam_beta1"), ": expected [0, 1)");
   check(o.adam_beta2 >= 0 && o.adam_beta2 < 1, field("optimizer.adam_beta2"), ": expected [0, 1)");
@@ -398,6 +401,7 @@ Json to_json(const Recipe& r) {
         {"muon_momentum_start", o.muon_momentum_start},
         {"muon_momentum_warmup_steps", o.muon_momentum_warmup_steps},
         {"muon_momentum_final", o.muon_momentum_final},
+        {"muon_weight_decay", o.muon_weight_decay},
         {"muon_ns_steps", o.muon_ns_steps},
         {"muon_ns_coefficients", {o.muon_ns_a, o.muon_ns_b, o.muon_ns_c}},
         {"embedding_lr", o.embedding_lr},

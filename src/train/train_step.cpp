@@ -145,11 +145,11 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
   return result;
 }
 
-void TrainStep::apply(double lr_factor, double grad_norm, double warmdown_position) {
+void TrainStep::apply(const StepSchedule& at, double grad_norm) {
   Backend& be = model_.backend();
   const bool regions = as_region("optimizer");
   if (regions) be.begin_graph("optimizer");
-  optimizer_.step(lr_factor, grad_norm, warmdown_position);
+  optimizer_.step(at, grad_norm);
   if (regions) be.end_graph();
 }
 

@@ -92,9 +92,9 @@ class TrainStep {
   // micro_steps times before any device work is queued.
   using BatchSource = std::function<void(std::vector<int32_t>& inputs, std::vector<int32_t>& targets)>;
   StepMeasurement forward_backward(const BatchSource& next_batch);
-  // Clipping, Muon and AdamW with the schedule's factor and warmdown position (Optimizer::step), after
+  // Clipping, Muon and AdamW at the step's place in the schedule (Optimizer::step), after
   // forward_backward.
-  void apply(double lr_factor, double grad_norm, double warmdown_position);
+  void apply(const StepSchedule& at, double grad_norm);
   bool uses_graphs() const;
 
  private:

@@ -349,7 +349,8 @@ bool Run::step() {
   const Recipe& r = recipe_;
   const int64_t micro_steps = r.micro_steps();
   const int64_t step_number = progress_.step + 1;
-  const double lr = lr_factor(r.schedule, progress()), warmdown = warmdown_position(r.schedule, progress());
+  const StepSchedule at = schedule_at(r.schedule, progress());
+  const double lr = at.lr_factor;
   const bool in_clock = clock_running_;
 
   Stopwatch watch;
@@ -369,7 +370,7 @@ bool Run::step() {
   if (bad.empty() && !grads.finite())
     bad = str("the gradient of ", grads.first_nonfinite, " is not finite (", grads.nonfinite_tensors,
               " tensors in all)");
-  if (bad.empty()) train_step_->apply(lr, grads.norm, warmdown);
+  if (bad.empty()) train_step_->apply(at, grads.norm);
   backend_->synchronize();
   // rank 0's time on every process: the budget check and the schedule's progress depend on it
   const double step_seconds = as_rank0_has_them({watch.seconds()})[0];

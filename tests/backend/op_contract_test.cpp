@@ -146,6 +146,8 @@ std::vector<BadCall> bad_calls() {
          Buffer g(be, Shape{9}, f32);
          be.muon_momentum(Buffer(be, Shape{8}, f32), g, g, 0.95);
        }},
+      {"muon_update",
+       [=](Backend& be) { be.muon_update(Buffer(be, Shape{8}, f32), Buffer(be, Shape{9}, f32), 0.02, 0.28); }},
       {"newton_schulz",
        [=](Backend& be) { be.newton_schulz(Buffer(be, Shape{4, 6}, f32), Buffer(be, Shape{6, 4}, f32), 5, 1, 1, 1); }},
       {"newton_schulz",

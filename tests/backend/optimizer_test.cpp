@@ -1,4 +1,5 @@
-// AdamW and Muon's momentum against hand-computed values and the formulas written out in double.
+// AdamW, Muon's momentum and Muon's update with cautious weight decay against hand-computed values and
+// the formulas written out in double.
 #include "backend_test_support.h"
 
 namespace ct::test {
@@ -72,6 +73,42 @@ TEST(MuonMomentum, OutputMayAliasTheGradient) {
   }
   expect_error([&] { cpu().muon_momentum(Buffer(cpu(), Shape{9}, DType::f64), buf, gb, 0.95); },
                {"muon_momentum", "u_out"});
+}
+
+// frontier.md 2.4's cases: a positive weight that the update pushes up (u < 0 at p > 0) is not decayed;
+// one the update already pulls down (u > 0) loses lr decay p as well; u = 0 is decayed; decay 0 is the
+// plain p -= lr u.
+TEST(MuonUpdate, DecaysOnlyWhereTheUpdateAlreadyPullsTowardZero) {
+  const double lr = 0.1, decay = 0.5;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const Values p0 = {2.0, 2.0, -2.0, -2.0, 2.0, 0.0};
+    const Values u = {-1.0, 1.0, -1.0, 1.0, 0.0, 1.0};
+    Buffer pb = make_buffer(Shape{6}, dtype, p0), ub = make_buffer(Shape{6}, dtype, u);
+    cpu().muon_update(pb, ub, lr, decay);
+    // p - lr u, minus lr decay p where u p >= 0
+    const Values expected = {2.1, 2.0 - 0.1 - 0.1, -2.0 + 0.1 + 0.1, -2.1, 2.0 - 0.1, -0.1};
+    const double tolerance = dtype == DType::f64 ? 1e-15 : 1e-6;
+    const Values got = read(pb);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tolerance) << i;
+  }
+}
+
+TEST(MuonUpdate, WithoutDecayIsThePlainStepAndMatchesTheFormula) {
+  const Values p0 = random_values(40, 190), u = random_values(40, 191);
+  Buffer plain = make_buffer(Shape{5, 8}, DType::f32, p0), decayed = make_buffer(Shape{5, 8}, DType::f64, p0);
+  const Buffer u32 = make_buffer(Shape{40}, DType::f32, u), u64 = make_buffer(Shape{40}, DType::f64, u);
+  Buffer reference = make_buffer(Shape{5, 8}, DType::f32, p0);
+  cpu().muon_update(plain, u32, 0.02, 0.0);
+  cpu().axpby(reference, -0.02, u32, 1.0);
+  // (not bit for bit: the compiler may fuse either kernel's multiply-add, so Muon keeps axpby when the
+  // recipe has no decay)
+  EXPECT_LT(relative_error(read(plain), read(reference)), 1e-6);
+  cpu().muon_update(decayed, u64, 0.02, 0.28);
+  Values expected = p0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    expected[i] -= 0.02 * u[i] + (u[i] * p0[i] >= 0 ? 0.02 * 0.28 * p0[i] : 0.0);
+  EXPECT_LT(relative_error(read(decayed), expected), 1e-14);
+  expect_error([&] { cpu().muon_update(decayed, u32, 0.02, 0.28); }, {"muon_update", "u", "f32"});
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(CudaGemm, Fp8LinearIsCloseToBf16AndReallyLowerPrecision) {
   EXPECT_EQ(read(fp8, sy), read(fp8, sref));
 }
 
-TEST(CudaOptimizer, AdamwAndMuonMomentumMatchTheCpu) {
+TEST(CudaOptimizer, AdamwAndMuonMomentumAndUpdateMatchTheCpu) {
   CT_REQUIRE_CUDA();
   Backend& gpu = *cuda();
   const int64_t n = 50001;
@@ -102,6 +102,10 @@ TEST(CudaOptimizer, AdamwAndMuonMomentumMatchTheCpu) {
   gpu.muon_momentum(gu, gm, gg, 0.95);
   CT_EXPECT_CLOSE(read(gpu, gu), read(cpu(), cu), 1e-5);
   CT_EXPECT_CLOSE(read(gpu, gm), read(cpu(), cm), 1e-5);
+  // Muon's update with cautious weight decay (u of both signs against p of both signs)
+  cpu().muon_update(cp, cu, 0.02, 0.28);
+  gpu.muon_update(gp, gu, 0.02, 0.28);
+  CT_EXPECT_CLOSE(read(gpu, gp), read(cpu(), cp), 1e-5);
   expect_error([&] { gpu.adamw_update(gp, gg, gm, gv, 0.01, 0.8, 0.95, 1e-10, 0.0, 0); }, {"step is 1-based"});
   Buffer half(gpu, Shape{n}, DType::bf16);
   expect_error([&] { gpu.muon_momentum(gu, gm, half, 0.9); }, {"muon_momentum", "grad must be f32"});

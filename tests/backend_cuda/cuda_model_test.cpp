@@ -107,7 +107,7 @@ std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int
     for (double l : m.micro_losses) loss += l / micro;
     losses.push_back(loss);
     const double progress = static_cast<double>(s) / steps;
-    step.apply(progress < 0.8 ? 1.0 : (1.0 - progress) / 0.2, m.gradients.norm, 0.0);
+    step.apply({progress < 0.8 ? 1.0 : (1.0 - progress) / 0.2, 0.0, progress}, m.gradients.norm);
   }
   if (keep) {
     *keep = model.get();

@@ -64,6 +64,24 @@ TEST(Schedule, MuonMomentumWarmsDownWithTheLearningRate) {
   EXPECT_EQ(warmdown_position(s, 1.5), 1.0);
 }
 
+// Cautious weight decay's cosine (frontier.md 2.4): lambda_0 at the start, lambda_0 / 2 half-way, 0 at
+// the end; progress outside [0, 1] is clamped; no lambda_0, no decay.
+TEST(Schedule, MuonWeightDecayFollowsACosineToZero) {
+  OptimizerConfig c;
+  EXPECT_EQ(muon_weight_decay_at(c, 0.3), 0.0);
+  c.muon_weight_decay = 0.28;
+  EXPECT_DOUBLE_EQ(muon_weight_decay_at(c, 0.0), 0.28);
+  EXPECT_NEAR(muon_weight_decay_at(c, 0.5), 0.14, 1e-15);
+  EXPECT_NEAR(muon_weight_decay_at(c, 0.25), 0.14 * (1 + std::sqrt(0.5)), 1e-15);
+  EXPECT_NEAR(muon_weight_decay_at(c, 1.0), 0.0, 1e-15);
+  EXPECT_NEAR(muon_weight_decay_at(c, 1.7), 0.0, 1e-15);
+  EXPECT_DOUBLE_EQ(muon_weight_decay_at(c, -1.0), 0.28);
+  const StepSchedule at = schedule_at(ScheduleConfig{}, 0.9);
+  EXPECT_DOUBLE_EQ(at.lr_factor, lr_factor(ScheduleConfig{}, 0.9));
+  EXPECT_DOUBLE_EQ(at.warmdown_position, 0.5);
+  EXPECT_EQ(at.progress, 0.9);
+}
+
 struct Fixture {
   std::unique_ptr<Backend> backend = test::cpu_backend();
   ModelConfig config = test::tiny_config();
@@ -99,7 +117,7 @@ TEST(Optimizer, GradientNormAndFirstNonFiniteTensor) {
   g = opt.check_gradients();
   EXPECT_FALSE(g.finite());
   EXPECT_EQ(g.first_nonfinite, "transformer.h.1.mlp.c_fc.weight");
-  EXPECT_THROW(opt.step(1.0, g.norm), Error);
+  EXPECT_THROW(opt.step({1.0}, g.norm), Error);
 }
 
 // First AdamW step: m_hat = g and v_hat = g^2, so each element moves by lr * g / (|g| + eps).
@@ -114,7 +132,7 @@ TEST(Optimizer, FirstAdamWStepIsSignDescentWithScaledLr) {
   Parameter& head = f.model.parameter("lm_head.weight");
   auto before = test::download_f64(*f.backend, head.value);
   auto grad = test::download_f64(*f.backend, head.grad);
-  opt.step(0.5, opt.check_gradients().norm);
+  opt.step({0.5}, opt.check_gradients().norm);
   auto after = test::download_f64(*f.backend, head.value);
   const double lr = 0.004 * width_scale * 0.5;
   for (size_t i = 0; i < before.size(); i += 37) {
@@ -130,7 +148,7 @@ TEST(Optimizer, FirstMuonStepIsRoughlyOrthogonal) {
   Optimizer opt(f.model, OptimizerConfig{});
   Parameter& fc = f.model.parameter("transformer.h.0.mlp.c_fc.weight");  // [128, 32]: rows > cols
   auto before = test::download_f64(*f.backend, fc.value);
-  opt.step(1.0, opt.check_gradients().norm);
+  opt.step({1.0}, opt.check_gradients().norm);
   auto after = test::download_f64(*f.backend, fc.value);
   const double scale = 0.02 * std::sqrt(128.0 / 32.0);
   const int rows = 128, cols = 32;
@@ -157,7 +175,7 @@ TEST(Optimizer, ClippingScalesGradientsToTheClipNorm) {
   Optimizer opt(f.model, c);
   const double norm = opt.check_gradients().norm;
   ASSERT_GT(norm, 1e-3);
-  opt.step(0.0, norm);  // lr factor 0: only the clipping acts
+  opt.step({0.0}, norm);  // lr factor 0: only the clipping acts
   EXPECT_NEAR(opt.check_gradients().norm, 1e-3 * norm / (norm + 1e-6), 1e-9);
 }
 
@@ -175,7 +193,7 @@ TEST(Optimizer, TinyModelOverfitsOneBatch) {
     last = model.forward(x.data(), y.data(), 2, 16);
     if (step == 0) first = last;
     model.backward(1.0);
-    opt.step(1.0, opt.check_gradients().norm);
+    opt.step({1.0}, opt.check_gradients().norm);
   }
   EXPECT_NEAR(first, std::log(200.0), 1e-4);
   EXPECT_LT(last, 0.05) << "started at " << first;

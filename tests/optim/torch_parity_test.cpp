@@ -47,10 +47,10 @@ std::string json_list(const std::vector<double>& v) {
   return out.str() + "]";
 }
 
-// Writes the files torch_parity.py reads for model `c` and optimizer `oc` (three steps at lr factors
-// 1, 0.6, 0.3 and the warmdown positions given, none by default) and runs it.
+// Writes the files torch_parity.py reads for model `c` and optimizer `oc` (three steps at the places in
+// the schedule given: by default lr factors 1, 0.6, 0.3 at progress 0, outside any warmdown) and runs it.
 void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
-                  const std::vector<double>& warmdown = {0.0, 0.0, 0.0}) {
+                  const std::vector<StepSchedule>& steps = {{1.0, 0.0, 0.0}, {0.6, 0.0, 0.0}, {0.3, 0.0, 0.0}}) {
   test::TempDir dir;
   auto backend = test::cpu_backend();
   GPT model(*backend, c);
@@ -60,16 +60,23 @@ void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
   const int64_t B = 3, T = 16;
   std::vector<int32_t> x, y;
   test::random_batch(B, T, c.vocab_size, 12, x, y, 7);
-  const std::vector<double> lr_factors = {1.0, 0.6, 0.3};
+  std::vector<double> lr_factors, warmdown, progresses;
+  for (const StepSchedule& at : steps) {
+    lr_factors.push_back(at.lr_factor);
+    warmdown.push_back(at.warmdown_position);
+    progresses.push_back(at.progress);
+  }
   SafetensorsWriter batch;
   batch.add("inputs", "I32", {B, T}, x.data());
   batch.add("targets", "I32", {B, T}, y.data());
   batch.set_metadata("lr_factors", json_list(lr_factors));
   batch.set_metadata("grad_clip", exact(oc.grad_clip));
   batch.set_metadata("warmdown_positions", json_list(warmdown));
+  batch.set_metadata("progresses", json_list(progresses));
   batch.set_metadata("optimizer", Json{{"muon_momentum", oc.muon_momentum},
                                        {"muon_momentum_warmup_steps", oc.muon_momentum_warmup_steps},
-                                       {"muon_momentum_final", oc.muon_momentum_final}}
+                                       {"muon_momentum_final", oc.muon_momentum_final},
+                                       {"muon_weight_decay", oc.muon_weight_decay}}
                                       .dump());
   batch.write(dir / "batch.safetensors");
 
@@ -80,7 +87,7 @@ void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
 
   Optimizer opt(model, oc);
   std::vector<double> losses, norms;
-  for (size_t i = 0; i < lr_factors.size(); ++i) {
+  for (size_t i = 0; i < steps.size(); ++i) {
     if (i > 0) {
       model.zero_grad();
       losses.push_back(model.forward(x.data(), y.data(), B, T));
@@ -89,7 +96,7 @@ void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
     GradientCheck g = opt.check_gradients();
     ASSERT_TRUE(g.finite());
     norms.push_back(g.norm);
-    opt.step(lr_factors[i], g.norm, warmdown[i]);
+    opt.step(steps[i], g.norm);
   }
   EXPECT_GT(norms[0], oc.grad_clip) << "the test should exercise clipping";
   write_tensors(model, false, dir / "steps.safetensors", {{"grad_norms", json_list(norms)}, {"losses", json_list(losses)}});
@@ -124,7 +131,16 @@ TEST(TorchParity, WithMuonMomentumWarmdown) {
   oc.muon_momentum = 0.97;
   oc.muon_momentum_warmup_steps = 1;
   oc.muon_momentum_final = 0.90;
-  check_parity(test::tiny_config(), oc, {0.0, 0.5, 1.0});
+  check_parity(test::tiny_config(), oc, {{1.0, 0.0, 0.0}, {0.6, 0.5, 0.0}, {0.3, 1.0, 0.0}});
+}
+
+// nanochat's cautious weight decay on the Muon matrices (frontier.md 2.4) at progress 0, 1/2 and 1
+// (lambda_t = lambda_0, lambda_0 / 2, 0), with a lambda_0 large enough to move the weights visibly.
+TEST(TorchParity, WithCautiousWeightDecay) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  OptimizerConfig oc;
+  oc.muon_weight_decay = 5.0;
+  check_parity(test::tiny_config(), oc, {{1.0, 0.0, 0.0}, {0.6, 0.0, 0.5}, {0.3, 0.0, 1.0}});
 }
 
 }  // namespace

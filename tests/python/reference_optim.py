@@ -17,6 +17,7 @@ class OptimizerConfig:
         self.muon_momentum_start = 0.85
         self.muon_momentum_warmup_steps = 300
         self.muon_momentum_final = 0.0  # 0: none; else the momentum at the end of the lr warmdown
+        self.muon_weight_decay = 0.0  # lambda_0 of cautious weight decay (frontier.md 2.4); 0: none
         self.muon_ns_steps = 5
         self.muon_ns_coefficients = (3.4445, -4.7750, 2.0315)
         self.embedding_lr = 0.2
@@ -83,7 +84,7 @@ class ReferenceOptimizer:
         return math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in self.model.parameters()))
 
     @torch.no_grad()
-    def step(self, lr_factor_value, warmdown_position=0.0):
+    def step(self, lr_factor_value, warmdown_position=0.0, progress=0.0):
         cfg = self.cfg
         norm = self.grad_norm()
         if cfg.grad_clip > 0:
@@ -95,6 +96,8 @@ class ReferenceOptimizer:
         mu = (1 - frac) * cfg.muon_momentum_start + frac * cfg.muon_momentum
         if frac >= 1.0 and cfg.muon_momentum_final > 0:  # the warm-up wins while it lasts
             mu = cfg.muon_momentum + (cfg.muon_momentum_final - cfg.muon_momentum) * min(max(warmdown_position, 0.0), 1.0)
+        # cautious weight decay: lambda_t = lambda_0 (1 + cos(pi progress)) / 2, only where x p >= 0
+        wd = cfg.muon_weight_decay * (1 + math.cos(math.pi * min(max(progress, 0.0), 1.0))) / 2
         a, b, c = cfg.muon_ns_coefficients
         for p, buf in zip(self.matrices, self.momentum):
             g = p.grad
@@ -102,7 +105,12 @@ class ReferenceOptimizer:
             u = (1 - mu) * g + mu * buf
             x = newton_schulz(u, cfg.muon_ns_steps, a, b, c)
             rows, cols = p.shape
-            p.add_(x, alpha=-cfg.matrix_lr * lr_factor_value * math.sqrt(max(1.0, rows / cols)))
+            lr = cfg.matrix_lr * lr_factor_value * math.sqrt(max(1.0, rows / cols))
+            if cfg.muon_weight_decay > 0:
+                mask = (x * p) >= 0
+                p.sub_(lr * x + lr * wd * p * mask)
+            else:
+                p.add_(x, alpha=-lr)
         t = self.steps_taken + 1
         b1, b2 = cfg.adam_betas
         for (p, lr), m, v in zip(self.adam, self.exp_avg, self.exp_avg_sq):

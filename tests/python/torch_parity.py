@@ -3,8 +3,8 @@ reference_optim.py), on files written by tests/optim/torch_parity_test.cpp into 
 
   checkpoint/          config.json + model.safetensors: the starting weights
   batch.safetensors    inputs, targets (I32 [B, T]); metadata lr_factors (JSON list), grad_clip, and
-                       optionally warmdown_positions (JSON list) and optimizer (JSON: other
-                       OptimizerConfig fields)
+                       optionally warmdown_positions and progresses (JSON lists, one per step) and
+                       optimizer (JSON: other OptimizerConfig fields)
   grads.safetensors    clocktrain's gradient of every parameter at the start; metadata loss
   steps.safetensors    clocktrain's parameters after len(lr_factors) optimizer steps on the batch;
                        metadata losses, grad_norms (JSON lists)
@@ -57,15 +57,16 @@ def main(folder):
 
     lr_factors = json.loads(batch_meta["lr_factors"])
     warmdown = json.loads(batch_meta.get("warmdown_positions", "null")) or [0.0] * len(lr_factors)
+    progresses = json.loads(batch_meta.get("progresses", "null")) or [0.0] * len(lr_factors)
     overrides = json.loads(batch_meta.get("optimizer", "{}"))
     cfg = OptimizerConfig(grad_clip=float(batch_meta["grad_clip"]), **overrides)
     opt = ReferenceOptimizer(model, cfg)
     norms = []
-    for i, (f, w) in enumerate(zip(lr_factors, warmdown)):
+    for i, (f, w, progress) in enumerate(zip(lr_factors, warmdown, progresses)):
         if i > 0:
             model.zero_grad()
             model(inputs, targets).backward()
-        norms.append(opt.step(f, w))
+        norms.append(opt.step(f, w, progress))
     norms_ct = json.loads(steps_meta["grad_norms"])
     for i, (a, b) in enumerate(zip(norms_ct, norms)):
         expect(abs(a - b) <= 1e-4 * b, f"step {i + 1} grad norm clocktrain {a:.6f} torch {b:.6f}")

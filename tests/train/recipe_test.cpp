@@ -47,6 +47,11 @@ TEST(Recipe, ErrorsNameFileLineAndField) {
   EXPECT_NE(test::recipe_error("[model]\nn_layer = 2\nattention_layers = [true]\n").find("'attention_layers'"), std::string::npos);
   EXPECT_NE(test::recipe_error("[optimizer]\nmuon_ns_coefficients = [1, 2]\n").find("field 'optimizer.muon_ns_coefficients'"),
             std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nmuon_weight_decay = -0.1\n")
+                .find("field 'optimizer.muon_weight_decay': expected >= 0 (0: no cautious weight decay"),
+            std::string::npos)
+      << test::recipe_error("[optimizer]\nmuon_weight_decay = -0.1\n");
+  EXPECT_EQ(parse_recipe("[optimizer]\nmuon_weight_decay = 0.28\n", "good").optimizer.muon_weight_decay, 0.28);
   EXPECT_NE(test::recipe_error("[model\n").find("bad.toml:1"), std::string::npos) << test::recipe_error("[model\n");
   EXPECT_NE(test::recipe_error("model = 3\n").find("field 'model': expected a table"), std::string::npos);
   EXPECT_NE(test::recipe_error("[backend]\nmatmul_precision = \"fp16\"\n")

@@ -4,6 +4,8 @@
 //     p -= lr (wd p + (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps))
 //   Muon momentum, Nesterov form:
 //     buf = mu buf + (1 - mu) g;  u = (1 - mu) g + mu buf
+//   Muon's update with cautious weight decay (frontier.md 2.4):
+//     p -= lr u + (lr decay) p [u p >= 0]
 #include <cmath>
 
 #include "backend/cpu/cpu_backend_impl.h"
@@ -38,6 +40,16 @@ void muon_momentum_kernel(T* u, T* buf, const T* grad, int64_t n, T mu) {
   }
 }
 
+// lr_decay = lr decay, rounded once to T (as PyTorch's `lr * wd * p * mask` rounds the Python product).
+template <typename T>
+void muon_update_kernel(T* param, const T* u, int64_t n, T lr, T lr_decay) {
+#pragma omp parallel for simd schedule(static) if (n > kMinParallelElements)
+  for (int64_t i = 0; i < n; ++i) {
+    const T p = param[i], x = u[i];
+    param[i] = p - (lr * x + (x * p >= T(0) ? lr_decay * p : T(0)));
+  }
+}
+
 }  // namespace
 
 void CpuBackend::do_adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
@@ -59,6 +71,13 @@ void CpuBackend::do_muon_momentum(const Tensor& u_out, const Tensor& buf, const 
   dispatch_float(dtype, [&](auto zero) {
     using T = decltype(zero);
     muon_momentum_kernel(u_out.as<T>(), buf.as<T>(), grad.as<T>(), grad.numel(), static_cast<T>(mu));
+  });
+}
+
+void CpuBackend::do_muon_update(const Tensor& param, const Tensor& u, double lr, double decay) {
+  dispatch_float(param.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    muon_update_kernel(param.as<T>(), u.as<T>(), param.numel(), static_cast<T>(lr), static_cast<T>(lr * decay));
   });
 }
 

@@ -56,6 +56,8 @@ void launch_adamw(float* param, const float* grad, float* m, float* v, int64_t n
                   ScalarArg beta2, ScalarArg eps, ScalarArg weight_decay, ScalarArg bias_correction1,
                   ScalarArg bias_correction2, cudaStream_t stream);
 void launch_muon_momentum(float* u, float* buf, const float* grad, int64_t n, ScalarArg mu, cudaStream_t stream);
+// Muon's update with cautious weight decay: param -= lr u + lr_decay param [u param >= 0] (f32).
+void launch_muon_update(float* param, const float* u, int64_t n, ScalarArg lr, ScalarArg lr_decay, cudaStream_t stream);
 // dst = src * (1 / (sqrt(*sum_squares) + eps)), dst and src of any float dtype pair (f32/bf16).
 void launch_scale_by_inverse_norm(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n,
                                   const double* sum_squares, double eps, cudaStream_t stream);

@@ -11,7 +11,7 @@
 namespace ct::cuda {
 
 // The dtypes the kernels compute in, checked on an op's main tensor (Backend::check_kernel_dtype):
-// f32 or bf16, never f64; the optimizer updates (adamw_update, muon_momentum) f32 only.
+// f32 or bf16, never f64; the optimizer updates (adamw_update, muon_momentum, muon_update) f32 only.
 void check_cuda_dtype(const char* op, const char* arg, const Tensor& t);
 // The rope and attention kernels hold a head in shared memory: head_dim <= 256.
 void check_head_dim(const char* op, int64_t head_dim, const Tensor& t);

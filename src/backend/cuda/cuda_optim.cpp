@@ -1,4 +1,4 @@
-// Optimizer updates on the CUDA backend: AdamW, Muon's momentum, Newton-Schulz (docs/model.md).
+// Optimizer updates on the CUDA backend: AdamW, Muon's momentum and update, Newton-Schulz (docs/model.md).
 #include <algorithm>
 #include <cmath>
 
@@ -29,6 +29,15 @@ void CudaBackend::do_muon_momentum(const Tensor& u_out, const Tensor& buf, const
   OpCall call = graph_call(op, Signature().tensor(u_out).tensor(buf).tensor(grad), {u_out, buf, grad}, {mu});
   if (!call.launch) return;
   launch_muon_momentum(u_out.as<float>(), buf.as<float>(), grad.as<float>(), grad.numel(), call.scalar(0), stream_);
+}
+
+// f32 only, as adamw_update. lr and lr decay are scalar arguments (a recorded optimizer region replays
+// with the step's own); the product is formed here in double and rounded once in the kernel.
+void CudaBackend::do_muon_update(const Tensor& param, const Tensor& u, double lr, double decay) {
+  const char* op = "muon_update";
+  OpCall call = graph_call(op, Signature().tensor(param).tensor(u), {param, u}, {lr, lr * decay});
+  if (!call.launch) return;
+  launch_muon_update(param.as<float>(), u.as<float>(), param.numel(), call.scalar(0), call.scalar(1), stream_);
 }
 
 // Newton-Schulz (docs/model.md), in bf16 products with f32 accumulation when the backend's

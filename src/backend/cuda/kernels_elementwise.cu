@@ -136,6 +136,15 @@ __global__ void muon_momentum_kernel(float* u, float* buf, const float* grad, in
   }
 }
 
+// lr_decay = lr decay, rounded once to f32 (as the CPU kernel and PyTorch's reference round it).
+__global__ void muon_update_kernel(float* param, const float* u, int64_t n, ScalarArg lr_arg, ScalarArg lr_decay_arg) {
+  const float lr = static_cast<float>(lr_arg.get()), lr_decay = static_cast<float>(lr_decay_arg.get());
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float p = param[i], x = u[i];
+    param[i] = p - (lr * x + (x * p >= 0.0f ? lr_decay * p : 0.0f));
+  }
+}
+
 template <typename Dst, typename Src>
 __global__ void scale_by_inverse_norm_kernel(Dst* dst, const Src* src, int64_t n, const double* sum_squares,
                                              double eps) {
@@ -250,6 +259,12 @@ void launch_muon_momentum(float* u, float* buf, const float* grad, int64_t n, Sc
   if (n <= 0) return;
   muon_momentum_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(u, buf, grad, n, mu);
   CT_CUDA_CHECK_LAUNCH("muon_momentum");
+}
+
+void launch_muon_update(float* param, const float* u, int64_t n, ScalarArg lr, ScalarArg lr_decay, cudaStream_t stream) {
+  if (n <= 0) return;
+  muon_update_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(param, u, n, lr, lr_decay);
+  CT_CUDA_CHECK_LAUNCH("muon_update");
 }
 
 void launch_scale_by_inverse_norm(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n,
