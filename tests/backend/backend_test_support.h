@@ -35,6 +35,21 @@ inline Values random_values(size_t count, uint64_t seed, double scale = 1.0) {
   return values;
 }
 
+// c = alpha op(a) op(b) + beta c on the host, in double: a [m, k] (or [k, m] when ta), b [k, n] (or
+// [n, k] when tb), c [m, n].
+inline Values naive_gemm(const Values& a, const Values& b, const Values& c, int64_t m, int64_t n, int64_t k, bool ta,
+                         bool tb, double alpha, double beta) {
+  Values out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double total = 0;
+      for (int64_t p = 0; p < k; ++p)
+        total += a[static_cast<size_t>(ta ? p * m + i : i * k + p)] * b[static_cast<size_t>(tb ? j * k + p : p * n + j)];
+      out[static_cast<size_t>(i * n + j)] = alpha * total + beta * c[static_cast<size_t>(i * n + j)];
+    }
+  return out;
+}
+
 // A buffer of `dtype` holding `values` (converted from f64).
 inline Buffer make_buffer(const Shape& shape, DType dtype, const Values& values) {
   Buffer buffer(cpu(), shape, dtype);

@@ -16,14 +16,14 @@ namespace {
 
 #ifdef CLOCKTRAIN_BF16_DOT
 
-struct Case {
+struct DotCase {
   int64_t m, n, k;
   bool accumulate;
 };
 
 // One product against f64: the worst |C - reference| / (sum |a b| + |C start|) stays below 1e-5, and
 // C's padding keeps its NaN.
-void check_case(const Case& cs) {
+void check_case(const DotCase& cs) {
   SCOPED_TRACE(testing::Message() << "M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " accumulate " << cs.accumulate);
   const int64_t lda = cs.k + 16, ldb_rows = cs.n + 16, ldc = cs.n + 16, ldv = cs.n + 32;  // padded strides
   std::mt19937 gen(static_cast<unsigned>(cs.m * 7 + cs.n * 3 + cs.k));

@@ -19,19 +19,19 @@ namespace {
 
 using f32_tiles::BlockRange;
 
-struct Case {
+struct TileCase {
   int64_t m, n, k;
   bool transposed_a, packed_b, accumulate, ranged;
 };
 
 // The range each block of rows [first, last] gets in a ranged case: columns from a panel that moves
 // right with the rows (a causal mask's shape), terms [first / 2, k - last % 3).
-BlockRange range_of(const Case& cs, int64_t first, int64_t last) {
+BlockRange range_of(const TileCase& cs, int64_t first, int64_t last) {
   if (!cs.ranged) return {0, cs.n, 0, cs.k};
   return {std::min(first * 3, cs.n), cs.n - last % 2, first / 2, cs.k - last % 3};
 }
 
-void check_case(const Case& cs) {
+void check_case(const TileCase& cs) {
   SCOPED_TRACE(testing::Message() << "M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " transposed A "
                                   << cs.transposed_a << " packed B " << cs.packed_b << " accumulate "
                                   << cs.accumulate << " ranged " << cs.ranged);

@@ -10,23 +10,6 @@
 namespace ct::test {
 namespace {
 
-// c = alpha op(a) op(b) + beta c on the host, in double.
-Values naive_gemm(const Values& a, const Values& b, const Values& c, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
-                  double alpha, double beta) {
-  Values out(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        double av = ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)];
-        double bv = tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * n + j)];
-        acc += av * bv;
-      }
-      out[static_cast<size_t>(i * n + j)] = alpha * acc + beta * c[static_cast<size_t>(i * n + j)];
-    }
-  return out;
-}
-
 void check_gemm(DType dtype, double tolerance) {
   const int64_t m = 13, n = 17, k = 29;
   for (bool ta : {false, true})

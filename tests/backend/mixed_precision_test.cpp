@@ -31,20 +31,6 @@ std::vector<uint16_t> bits_of(const Tensor& t) {
   return bits;
 }
 
-// c = alpha op(a) op(b) + beta c in f64, a [m,k] or [k,m], b [k,n] or [n,k].
-Values naive_gemm(const Values& a, const Values& b, const Values& c0, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
-                  double alpha, double beta) {
-  Values c(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double total = 0;
-      for (int64_t p = 0; p < k; ++p)
-        total += a[static_cast<size_t>(ta ? p * m + i : i * k + p)] * b[static_cast<size_t>(tb ? j * k + p : p * n + j)];
-      c[static_cast<size_t>(i * n + j)] = alpha * total + beta * c0[static_cast<size_t>(i * n + j)];
-    }
-  return c;
-}
-
 TEST(Bf16Gemm, EveryTransposeCaseMatchesF64OnRoundedInputs) {
   CT_SKIP_WITHOUT_BF16_ENGINE();
   const int64_t m = 37, n = 45, k = 70;  // not multiples of any block size

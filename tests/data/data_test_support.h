@@ -5,6 +5,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +21,14 @@
 #include "util/json.h"
 
 namespace ct::test {
+
+// Every file of a folder (recursively), name -> bytes ("<dir>" for a folder).
+inline std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    files[std::filesystem::relative(e.path(), dir).string()] = e.is_regular_file() ? read_file(e.path()) : "<dir>";
+  return files;
+}
 
 inline std::string zstd_compress(const std::string& data, int level = 3) {
   std::string out(ZSTD_compressBound(data.size()), '\0');

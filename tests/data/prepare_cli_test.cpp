@@ -54,14 +54,6 @@ Tokenizer tiny_tokenizer(const fs::path& data) {
   return train_tokenizer_on_corpus(list_corpus_files(data / "corpus"), options);
 }
 
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    files[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? read_file(e.path()) : "<dir>";
-  }
-  return files;
-}
-
 std::string prepare_command(const fs::path& data, const fs::path& out, const std::string& extra) {
   return test::clocktrain_bin() + " data prepare --data " + data.string() + " --out " + out.string() +
          " --shard-tokens 400 --heldout-tokens 150 " + extra;
@@ -85,7 +77,7 @@ TEST(PrepareCli, DeterministicAndEveryDocumentIsBosPlusItsEncoding) {
                                                                               " --threads 2"));
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(one.output.find("manifest"), std::string::npos) << one.output;
-  EXPECT_EQ(snapshot(dir / "one"), snapshot(dir / "two"));
+  EXPECT_EQ(test::snapshot(dir / "one"), test::snapshot(dir / "two"));
 
   Manifest m = load_manifest(dir / "one");
   EXPECT_EQ(m.tokenizer_sha256, tokenizer.sha256());
@@ -128,12 +120,12 @@ TEST(PrepareCli, BadInputFailsNamingFileAndLineAndKeepsOutputs) {
   tiny_tokenizer(dir / "data").save(dir / "tok");
   const std::string tok = "--tokenizer " + (dir / "tok").string();
   ASSERT_EQ(test::run_command(prepare_command(dir / "data", dir / "out", tok)).exit_code, 0);
-  auto before = snapshot(dir / "out");
+  auto before = test::snapshot(dir / "out");
   write_file_atomic(dir / "data" / "corpus" / "part_002.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"broken\n");
   auto result = test::run_command(prepare_command(dir / "data", dir / "out", tok));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("part_002.jsonl:2: invalid JSON"), std::string::npos) << result.output;
-  EXPECT_EQ(snapshot(dir / "out"), before);
+  EXPECT_EQ(test::snapshot(dir / "out"), before);
 }
 
 TEST(PrepareCli, TrainsTheTokenizerWhenNoneIsGiven) {

@@ -50,15 +50,6 @@ PrepareSettings tiny_settings(const fs::path& data, const fs::path& out, int thr
   return s;
 }
 
-// Every file of a folder (recursively), name -> bytes.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    files[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? read_file(e.path()) : "<dir>";
-  }
-  return files;
-}
-
 std::vector<fs::path> shard_paths(const Manifest& m, const fs::path& dir, const std::string& split) {
   std::vector<fs::path> out;
   for (const auto& s : m.shards_of(split)) out.push_back(dir / s.name);
@@ -73,7 +64,7 @@ TEST(Prepare, SameBytesWithOneAndTwoThreads) {
   auto two = prepare_data(tiny_settings(dir / "data", dir / "two", 2), encoder);
   EXPECT_EQ(one.threads, 1);
   EXPECT_EQ(two.threads, 2);
-  auto a = snapshot(dir / "one"), b = snapshot(dir / "two");
+  auto a = test::snapshot(dir / "one"), b = test::snapshot(dir / "two");
   EXPECT_EQ(a, b);
   EXPECT_GT(one.manifest.shards_of("train").size(), 2u);  // several shards were cut
   EXPECT_EQ(one.manifest_sha256, two.manifest_sha256);
@@ -161,7 +152,7 @@ TEST(Prepare, FailureLeavesExistingOutputsUntouched) {
   TinyData data(dir / "data");
   test::ByteEncoder encoder;
   prepare_data(tiny_settings(dir / "data", dir / "out", 2), encoder);
-  auto before = snapshot(dir / "out");
+  auto before = test::snapshot(dir / "out");
   // A bad line at the end of the last file: the failure comes after most shards were written.
   write_file_atomic(dir / "data" / "corpus" / "train_009.jsonl",
                     test::jsonl_line("x", std::string(3000, 'z')) + "{\"text\": 5}\n");
@@ -173,7 +164,7 @@ TEST(Prepare, FailureLeavesExistingOutputsUntouched) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("train_009.jsonl:2: field \"text\""), std::string::npos) << e.what();
   }
-  EXPECT_EQ(snapshot(dir / "out"), before);  // same files, same bytes, no staging folder left
+  EXPECT_EQ(test::snapshot(dir / "out"), before);  // same files, same bytes, no staging folder left
 }
 
 TEST(Prepare, StaleShardsOfAnEarlierRunAreRemoved) {

@@ -1,6 +1,7 @@
 // Loading the CORE bundle: the hand-made one in tests/data/core_small, bad inputs, and the real one.
 #include "eval/core_bundle.h"
 
+#include "eval_fakes.h"
 #include "test_support.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -8,12 +9,11 @@
 namespace ct {
 namespace {
 
-fs::path small_bundle() { return test::source_dir() / "tests/data/core_small"; }
 
 using test::error_of;
 
 TEST(CoreBundle, SmallBundleParses) {
-  auto b = load_core_bundle(small_bundle());
+  auto b = load_core_bundle(test::small_core_bundle());
   ASSERT_EQ(b.tasks.size(), 9u);
   const auto& mc = b.task("mc_default");
   EXPECT_EQ(mc.type, CoreTaskType::kMultipleChoice);
@@ -30,7 +30,7 @@ TEST(CoreBundle, SmallBundleParses) {
 }
 
 TEST(CoreBundle, RowsOfEachType) {
-  auto b = load_core_bundle(small_bundle());
+  auto b = load_core_bundle(test::small_core_bundle());
   auto mc = load_core_rows(b.task("mc_answer").data_path, CoreTaskType::kMultipleChoice);
   ASSERT_EQ(mc.size(), 5u);
   EXPECT_EQ(mc[2].choices, (std::vector<std::string>{"alpha", "wrong", "right"}));

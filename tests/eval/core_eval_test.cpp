@@ -14,7 +14,6 @@
 namespace ct {
 namespace {
 
-std::filesystem::path small_bundle() { return test::source_dir() / "tests/data/core_small"; }
 
 const CoreTaskResult& task(const CoreResult& r, const std::string& label) {
   for (const auto& t : r.tasks)
@@ -32,7 +31,7 @@ test::RuleFakeScorer rule_fake(const TextEncoder& enc, int64_t max_len) {
 }
 
 TEST(CoreEval, KnownAnswersOnTheSmallBundle) {
-  auto bundle = load_core_bundle(small_bundle());
+  auto bundle = load_core_bundle(test::small_core_bundle());
   test::ToyEncoder enc;
   auto scorer = rule_fake(enc, 48);
   CoreOptions opt;
@@ -208,7 +207,7 @@ TEST(CoreEval, LowestMeanLossFirstWinsAndNaN) {
 }
 
 TEST(CoreEval, ResultsDoNotDependOnBatchingOrPrefixReuse) {
-  auto bundle = load_core_bundle(small_bundle());
+  auto bundle = load_core_bundle(test::small_core_bundle());
   test::ToyEncoder enc;
   auto run = [&](int64_t batch_tokens, int64_t chunk_rows, bool groups) {
     test::HashFakeScorer fake(40);
@@ -237,7 +236,7 @@ TEST(CoreEval, ResultsDoNotDependOnBatchingOrPrefixReuse) {
 }
 
 TEST(CoreEval, FewShotsFromFewRowsAndMaxPerTask) {
-  auto bundle = load_core_bundle(small_bundle());
+  auto bundle = load_core_bundle(test::small_core_bundle());
   test::ToyEncoder enc;
   test::HashFakeScorer fake(64);
   CoreOptions opt;
@@ -292,7 +291,7 @@ TEST(CoreEval, ANonFiniteLossIsAnError) {
     }
   } nan_scorer;
   test::ToyEncoder enc;
-  const CoreBundle bundle = load_core_bundle(small_bundle());
+  const CoreBundle bundle = load_core_bundle(test::small_core_bundle());
   for (const char* label : {"mc_default", "schema_zero", "lm_default"}) {
     CoreOptions opt;
     opt.tasks = {label};
@@ -307,12 +306,12 @@ TEST(CoreEval, ReadGuardSeesEveryFileAndRefusesOthers) {
   test::ToyEncoder enc;
   test::HashFakeScorer fake(64);
   ReadGuard guard;
-  guard.allow(small_bundle());
+  guard.allow(test::small_core_bundle());
   CoreOptions opt;
   opt.read_guard = &guard;
   opt.tasks = {"mc_default", "lm_merge"};
-  evaluate_core(load_core_bundle(small_bundle(), &guard), enc, fake, opt);
-  const auto b = canonical_for_guard(small_bundle());
+  evaluate_core(load_core_bundle(test::small_core_bundle(), &guard), enc, fake, opt);
+  const auto b = canonical_for_guard(test::small_core_bundle());
   EXPECT_EQ(guard.opened(), (std::vector<std::string>{(b / "core.yaml").string(), (b / "eval_meta_data.csv").string(),
                                                       (b / "eval_data/mc/mc_default.jsonl").string(),
                                                       (b / "eval_data/lm/lm_merge.jsonl").string()}));
@@ -320,7 +319,7 @@ TEST(CoreEval, ReadGuardSeesEveryFileAndRefusesOthers) {
   ReadGuard strict;
   strict.allow(elsewhere.path());
   try {
-    load_core_bundle(small_bundle(), &strict);
+    load_core_bundle(test::small_core_bundle(), &strict);
     FAIL() << "expected a refusal";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();

@@ -4,6 +4,7 @@
 // --fake-model hash): the parity test runs both and compares every prompt, span and verdict.
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -15,8 +16,12 @@
 
 #include "eval/sequence_scorer.h"
 #include "data/text_encoder.h"
+#include "test_support.h"
 
 namespace ct::test {
+
+// The small CORE bundle of the tests (tests/data/core_small: a few rows of each task type).
+inline std::filesystem::path small_core_bundle() { return source_dir() / "tests/data/core_small"; }
 
 inline uint32_t fnv1a32(std::string_view s) {
   uint32_t h = 2166136261u;
