@@ -10,7 +10,8 @@
 #                                   build/pyarrow-venv; Debian 12 has no libparquet-dev): README.md's
 #                                   main command
 #   scripts/install-deps.sh [all]   the above and what the tests, the sanitizer build and the fuzzers
-#                                   add: the test command
+#                                   add (with Hugging Face's transformers, tokenizers and safetensors
+#                                   in build/hf-venv: scripts/install-hf.sh): the test command
 #
 # Build: libcurl4-openssl-dev for `clocktrain data download`. libblis4-openmp is BLIS, the f32
 # GEMM library that competes with OpenBLAS (loaded at run time, src/backend/cpu/gemm_library.h).
@@ -52,5 +53,6 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# The venv lives in the checkout (build/pyarrow-venv), not in the system's python.
+# The venvs live in the checkout (build/pyarrow-venv, build/hf-venv), not in the system's python.
 "$(dirname "$0")/install-pyarrow.sh" "$set_name"
+if [ "$set_name" = all ]; then "$(dirname "$0")/install-hf.sh"; fi

@@ -76,12 +76,11 @@ class CrashResume : public ::testing::Test {
     data_ = test::make_test_data(root_->path());
     // recipes/tiny.toml at the test data's vocabulary, a checkpoint after (nearly) every step, and a
     // held-out evaluation every 5 steps, so kills land in steps, evaluations and checkpoint writes.
-    std::string text = read_file(test::source_dir() / "recipes" / "tiny.toml");
+    std::string text = test::tiny_toml_byte_vocab();
     auto replace = [&](const std::string& from, const std::string& to) {
       ASSERT_NE(text.find(from), std::string::npos) << from;
       text.replace(text.find(from), from.size(), to);
     };
-    replace("vocab_size = 8192", "vocab_size = 257");
     replace("every_minutes = 0.0", "every_minutes = 0.00001");
     replace("every_steps = 10", "every_steps = 5");
     recipe_ = root_->path() / "crash.toml";

@@ -185,10 +185,7 @@ TEST(TensorBoard, ItsOwnReaderAgreesWithMetrics) {
           "no tensorboard package in " + python + " (scripts/install-pyarrow.sh installs it)");
   test::TempDir dir;
   const fs::path data = test::make_test_data(dir.path());
-  std::string recipe = read_file(test::source_dir() / "recipes" / "tiny.toml");
-  const std::string from = "vocab_size = 8192";
-  recipe.replace(recipe.find(from), from.size(), "vocab_size = 257");
-  write_file_atomic(dir / "tiny.toml", recipe);
+  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
   const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
                            data.string() + " --threads 1 --no-progress";
   auto r = test::run_command(base + " --steps 12 --out " + (dir / "run").string());

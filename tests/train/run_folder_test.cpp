@@ -34,8 +34,7 @@ class RunFolder : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = new test::TempDir("suite");
     data_ = test::make_test_data(root_->path());
-    std::string text = read_file(test::source_dir() / "recipes" / "tiny.toml");
-    text.replace(text.find("vocab_size = 8192"), 17, "vocab_size = 257");
+    std::string text = test::tiny_toml_byte_vocab();
     write_file_atomic(root_->path() / "tiny.toml", text);
     // A checkpoint after every step: a run that goes on holds its folder's lock and rewrites it.
     text.replace(text.find("every_minutes = 0.0"), 19, "every_minutes = 0.00001");

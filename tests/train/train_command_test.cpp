@@ -8,17 +8,10 @@
 namespace ct {
 namespace {
 
-std::string tiny_recipe_text() {
-  std::string text = read_file(test::source_dir() / "recipes" / "tiny.toml");
-  const std::string from = "vocab_size = 8192", to = "vocab_size = 257";
-  text.replace(text.find(from), from.size(), to);
-  return text;
-}
-
 TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   test::TempDir dir;
   const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", tiny_recipe_text());
+  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
   const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
                            data.string() + " --threads 1 --no-progress";
   auto r = test::run_command(base + " --steps 3 --out " + (dir / "run").string());
@@ -50,7 +43,7 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   EXPECT_FALSE(fs::exists(dir / "x"));
 
   // a precision the machine cannot run (here: an unknown one) is refused before anything is written
-  std::string fp16 = tiny_recipe_text();
+  std::string fp16 = test::tiny_toml_byte_vocab();
   const std::string precision = "matmul_precision = \"auto\"";
   fp16.replace(fp16.find(precision), precision.size(), "matmul_precision = \"fp16\"");
   write_file_atomic(dir / "fp16.toml", fp16);
@@ -88,7 +81,7 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
 TEST(TrainCommand, PipedOutputGetsProgressLinesAndTheMetricsWallClockTimes) {
   test::TempDir dir;
   const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", tiny_recipe_text());
+  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
   const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
                            data.string() + " --threads 1 --steps 4";
   const double before = unix_seconds();

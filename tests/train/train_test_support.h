@@ -99,6 +99,15 @@ inline std::string describe(int status) {
   return "?";
 }
 
+// The text of recipes/tiny.toml with the byte-level vocabulary of make_test_data (vocab_size 257), for
+// tests that run the clocktrain binary on a recipe file.
+inline std::string tiny_toml_byte_vocab() {
+  std::string text = read_file(source_dir() / "recipes" / "tiny.toml");
+  const std::string from = "vocab_size = 8192";
+  text.replace(text.find(from), from.size(), "vocab_size = 257");
+  return text;
+}
+
 // recipes/tiny.toml with the byte-level vocabulary of make_test_data.
 inline Recipe tiny_recipe() {
   Recipe r = load_recipe(source_dir() / "recipes" / "tiny.toml");
