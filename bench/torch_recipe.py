@@ -79,6 +79,10 @@ def build_optimizer(model, recipe):
             adam_betas=(o["adam_beta1"], o["adam_beta2"]),
             adam_eps=o["adam_eps"],
             weight_decay=o["weight_decay"],
+            embedding_adam_beta2=o.get("embedding_adam_beta2", -1.0),
+            unembedding_adam_beta2=o.get("unembedding_adam_beta2", -1.0),
+            embedding_weight_decay=o.get("embedding_weight_decay", -1.0),
+            unembedding_weight_decay=o.get("unembedding_weight_decay", -1.0),
             grad_clip=o["grad_clip"],
         ),
     )

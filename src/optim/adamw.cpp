@@ -19,7 +19,7 @@ void AdamW::step(double lr_factor, int64_t step, const std::vector<bool>& owned)
     if (!owned.empty() && !owned[i]) continue;
     Parameter& p = *groups_[i].param;
     backend_->adamw_update(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], groups_[i].lr * lr_factor, config_.adam_beta1,
-                           config_.adam_beta2, config_.adam_eps, config_.weight_decay, step);
+                           groups_[i].beta2, config_.adam_eps, groups_[i].weight_decay, step);
   }
 }
 

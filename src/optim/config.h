@@ -29,6 +29,11 @@ struct OptimizerConfig {
   double adamw_lr_reference_width = 768.0;
   double adam_beta1 = 0.8, adam_beta2 = 0.95, adam_eps = 1e-10;
   double weight_decay = 0.0;
+  // Per-group overrides of adam_beta2 and weight_decay for wte (embedding_*) and lm_head (unembedding_*),
+  // nanochat's 2026 recipe (frontier.md 2.5: beta2 0.995 and 0.96, weight decay 0.001 and 0.01). A
+  // value of -1, the default, takes the shared field.
+  double embedding_adam_beta2 = -1.0, unembedding_adam_beta2 = -1.0;
+  double embedding_weight_decay = -1.0, unembedding_weight_decay = -1.0;
   // Global gradient-norm clipping before either step (0 disables it).
   double grad_clip = 1.0;
   // Data parallel (docs/parallel.md): each Muon matrix and AdamW parameter is owned by one process,

@@ -21,10 +21,16 @@ std::vector<AdamW::Group> adam_groups_of(GPT& model, const OptimizerConfig& c) {
   check(c.adamw_lr_reference_width > 0, "optimizer: adamw_lr_reference_width must be positive");
   // AdamW learning rates scale as 1/sqrt(width), tuned at the reference width (nanochat).
   const double width_scale = std::pow(static_cast<double>(model.config().n_embd) / c.adamw_lr_reference_width, -0.5);
+  // A group's own beta2 or weight decay where the recipe gives one (>= 0), else the shared value.
+  const auto own = [](double group_value, double shared) { return group_value >= 0 ? group_value : shared; };
   std::vector<AdamW::Group> out;
   for (Parameter& p : model.parameters()) {
-    if (p.spec.group == ParamGroup::embedding) out.push_back({&p, c.embedding_lr * width_scale});
-    if (p.spec.group == ParamGroup::lm_head) out.push_back({&p, c.unembedding_lr * width_scale});
+    if (p.spec.group == ParamGroup::embedding)
+      out.push_back({&p, c.embedding_lr * width_scale, own(c.embedding_adam_beta2, c.adam_beta2),
+                     own(c.embedding_weight_decay, c.weight_decay)});
+    if (p.spec.group == ParamGroup::lm_head)
+      out.push_back({&p, c.unembedding_lr * width_scale, own(c.unembedding_adam_beta2, c.adam_beta2),
+                     own(c.unembedding_weight_decay, c.weight_decay)});
   }
   return out;
 }

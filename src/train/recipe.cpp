@@ -164,6 +164,10 @@ Schema schema_for(Recipe& r) {
         {"adam_beta2", number_field(o.adam_beta2)},
         {"adam_eps", number_field(o.adam_eps)},
         {"weight_decay", number_field(o.weight_decay)},
+        {"embedding_adam_beta2", number_field(o.embedding_adam_beta2)},
+        {"unembedding_adam_beta2", number_field(o.unembedding_adam_beta2)},
+        {"embedding_weight_decay", number_field(o.embedding_weight_decay)},
+        {"unembedding_weight_decay", number_field(o.unembedding_weight_decay)},
         {"grad_clip", number_field(o.grad_clip)},
         {"sharded", bool_field(o.sharded)}}},
       {"schedule",
@@ -355,6 +359,14 @@ void Recipe::validate(const std::string& where) const {
   check(o.muon_ns_steps >= 0, field("optimizer.muon_ns_steps"), ": expected >= 0");
   check(o.adam_beta1 >= 0 && o.adam_beta1 < 1, field("optimizer.adam_beta1"), ": expected [0, 1)");
   check(o.adam_beta2 >= 0 && o.adam_beta2 < 1, field("optimizer.adam_beta2"), ": expected [0, 1)");
+  for (const auto& [name, beta2] :
+       {std::pair<const char*, double>{"optimizer.embedding_adam_beta2", o.embedding_adam_beta2},
+        {"optimizer.unembedding_adam_beta2", o.unembedding_adam_beta2}})
+    check(beta2 < 1 && (beta2 >= 0 || beta2 == -1.0), field(name), ": expected [0, 1), or -1 for adam_beta2");
+  for (const auto& [name, decay] :
+       {std::pair<const char*, double>{"optimizer.embedding_weight_decay", o.embedding_weight_decay},
+        {"optimizer.unembedding_weight_decay", o.unembedding_weight_decay}})
+    check(decay >= 0 || decay == -1.0, field(name), ": expected >= 0, or -1 for weight_decay");
   check(o.adam_eps > 0, field("optimizer.adam_eps"), ": expected > 0");
   check(o.grad_clip >= 0, field("optimizer.grad_clip"), ": expected >= 0 (0 disables clipping)");
   check(o.adamw_lr_reference_width > 0, field("optimizer.adamw_lr_reference_width"), ": expected > 0");
@@ -411,6 +423,10 @@ Json to_json(const Recipe& r) {
         {"adam_beta2", o.adam_beta2},
         {"adam_eps", o.adam_eps},
         {"weight_decay", o.weight_decay},
+        {"embedding_adam_beta2", o.embedding_adam_beta2},
+        {"unembedding_adam_beta2", o.unembedding_adam_beta2},
+        {"embedding_weight_decay", o.embedding_weight_decay},
+        {"unembedding_weight_decay", o.unembedding_weight_decay},
         {"grad_clip", o.grad_clip},
         {"sharded", o.sharded}}},
       {"schedule",

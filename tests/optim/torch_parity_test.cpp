@@ -76,7 +76,11 @@ void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
   batch.set_metadata("optimizer", Json{{"muon_momentum", oc.muon_momentum},
                                        {"muon_momentum_warmup_steps", oc.muon_momentum_warmup_steps},
                                        {"muon_momentum_final", oc.muon_momentum_final},
-                                       {"muon_weight_decay", oc.muon_weight_decay}}
+                                       {"muon_weight_decay", oc.muon_weight_decay},
+                                       {"embedding_adam_beta2", oc.embedding_adam_beta2},
+                                       {"unembedding_adam_beta2", oc.unembedding_adam_beta2},
+                                       {"embedding_weight_decay", oc.embedding_weight_decay},
+                                       {"unembedding_weight_decay", oc.unembedding_weight_decay}}
                                       .dump());
   batch.write(dir / "batch.safetensors");
 
@@ -141,6 +145,18 @@ TEST(TorchParity, WithCautiousWeightDecay) {
   OptimizerConfig oc;
   oc.muon_weight_decay = 5.0;
   check_parity(test::tiny_config(), oc, {{1.0, 0.0, 0.0}, {0.6, 0.0, 0.5}, {0.3, 0.0, 1.0}});
+}
+
+// nanochat's per-group AdamW (frontier.md 2.5): wte with beta2 0.995 and weight decay 0.001, lm_head with
+// 0.96 and 0.01 (decays made large here, 0.5 and 2, so that they move the weights visibly in 3 steps).
+TEST(TorchParity, WithPerGroupAdamW) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  OptimizerConfig oc;
+  oc.embedding_adam_beta2 = 0.995;
+  oc.unembedding_adam_beta2 = 0.96;
+  oc.embedding_weight_decay = 0.5;
+  oc.unembedding_weight_decay = 2.0;
+  check_parity(test::tiny_config(), oc);
 }
 
 }  // namespace

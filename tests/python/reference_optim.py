@@ -26,6 +26,11 @@ class OptimizerConfig:
         self.adam_betas = (0.8, 0.95)
         self.adam_eps = 1e-10
         self.weight_decay = 0.0
+        # per-group beta2 and weight decay for wte and lm_head (frontier.md 2.5); -1: the shared value
+        self.embedding_adam_beta2 = -1.0
+        self.unembedding_adam_beta2 = -1.0
+        self.embedding_weight_decay = -1.0
+        self.unembedding_weight_decay = -1.0
         self.grad_clip = 1.0
         for k, v in overrides.items():
             assert hasattr(self, k), k
@@ -71,13 +76,20 @@ class ReferenceOptimizer:
         self.model = model
         self.matrices = model.matrix_params()
         width_scale = (model.cfg.n_embd / cfg.adamw_lr_reference_width) ** -0.5
+        def own(group_value, shared):
+            return group_value if group_value >= 0 else shared
+
+        b2, wd = cfg.adam_betas[1], cfg.weight_decay
+        # (parameter, lr, beta2, weight decay)
         self.adam = [
-            (model.transformer["wte"].weight, cfg.embedding_lr * width_scale),
-            (model.lm_head.weight, cfg.unembedding_lr * width_scale),
+            (model.transformer["wte"].weight, cfg.embedding_lr * width_scale, own(cfg.embedding_adam_beta2, b2),
+             own(cfg.embedding_weight_decay, wd)),
+            (model.lm_head.weight, cfg.unembedding_lr * width_scale, own(cfg.unembedding_adam_beta2, b2),
+             own(cfg.unembedding_weight_decay, wd)),
         ]
         self.momentum = [torch.zeros_like(p) for p in self.matrices]
-        self.exp_avg = [torch.zeros_like(p) for p, _ in self.adam]
-        self.exp_avg_sq = [torch.zeros_like(p) for p, _ in self.adam]
+        self.exp_avg = [torch.zeros_like(group[0]) for group in self.adam]
+        self.exp_avg_sq = [torch.zeros_like(group[0]) for group in self.adam]
         self.steps_taken = 0
 
     def grad_norm(self):
@@ -112,13 +124,13 @@ class ReferenceOptimizer:
             else:
                 p.add_(x, alpha=-lr)
         t = self.steps_taken + 1
-        b1, b2 = cfg.adam_betas
-        for (p, lr), m, v in zip(self.adam, self.exp_avg, self.exp_avg_sq):
+        b1 = cfg.adam_betas[0]
+        for (p, lr, b2, wd), m, v in zip(self.adam, self.exp_avg, self.exp_avg_sq):
             g = p.grad
             m.mul_(b1).add_((1 - b1) * g)
             v.mul_(b2).add_((1 - b2) * g * g)
             m_hat = m / (1 - b1**t)
             v_hat = v / (1 - b2**t)
-            p.sub_(lr * lr_factor_value * (cfg.weight_decay * p + m_hat / (v_hat.sqrt() + cfg.adam_eps)))
+            p.sub_(lr * lr_factor_value * (wd * p + m_hat / (v_hat.sqrt() + cfg.adam_eps)))
         self.steps_taken += 1
         return norm

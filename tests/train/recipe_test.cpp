@@ -52,6 +52,13 @@ TEST(Recipe, ErrorsNameFileLineAndField) {
             std::string::npos)
       << test::recipe_error("[optimizer]\nmuon_weight_decay = -0.1\n");
   EXPECT_EQ(parse_recipe("[optimizer]\nmuon_weight_decay = 0.28\n", "good").optimizer.muon_weight_decay, 0.28);
+  EXPECT_NE(test::recipe_error("[optimizer]\nembedding_adam_beta2 = 1.0\n")
+                .find("field 'optimizer.embedding_adam_beta2': expected [0, 1), or -1 for adam_beta2"),
+            std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nunembedding_weight_decay = -0.5\n")
+                .find("field 'optimizer.unembedding_weight_decay': expected >= 0, or -1 for weight_decay"),
+            std::string::npos);
+  EXPECT_EQ(parse_recipe("[optimizer]\nunembedding_adam_beta2 = 0.96\n", "good").optimizer.unembedding_adam_beta2, 0.96);
   EXPECT_NE(test::recipe_error("[model\n").find("bad.toml:1"), std::string::npos) << test::recipe_error("[model\n");
   EXPECT_NE(test::recipe_error("model = 3\n").find("field 'model': expected a table"), std::string::npos);
   EXPECT_NE(test::recipe_error("[backend]\nmatmul_precision = \"fp16\"\n")
