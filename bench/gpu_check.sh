@@ -17,7 +17,9 @@
 #   libs      unpack the bundle's libraries, find cuBLASLt/NCCL, check every binary loads (40 s)
 #   parity    test_backend_cuda: every op forward/backward against the CPU backend (f32 within
 #             1e-4, bf16 within 1e-2), graph regions, determinism; the whole model's loss and
-#             gradients on a small shape, a 50-step run tracking the CPU's loss curve  (150 s)
+#             gradients on a small shape, a 50-step run tracking the CPU's loss curve, the
+#             data-parallel path on this one GPU through NCCL (CLOCKTRAIN_NCCL_ONE_RANK=1: a
+#             communicator of one rank; eager and graphed steps bit-equal to those without it)  (150 s)
 #   ops       backend_ops_bench: matmul and copy ceilings, each op at baseline shapes, and
 #             attention again with cuDNN's kernels (--also-attention cudnn) beside it           (60 s)
 #   train     train_throughput_bench on recipes/baseline-cuda.toml (matmul_precision bf16, graphs),

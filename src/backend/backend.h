@@ -59,6 +59,9 @@ class Backend {
   // Devices of this kind the machine offers this process (CPU: the cores it may run on; CUDA: the GPUs
   // visible), for the gate's full_machine check: a run uses every one, or it is not eligible.
   virtual int devices_present() const { return device_count(); }
+  // Where devices_present() came from, in words, for the gate's evidence ("" when it says nothing
+  // more than the count: the CPU's count has its own, util/threads.h machine_cpus).
+  virtual std::string devices_present_how() const { return ""; }
   // The device's theoretical peak in the matmul precision in use, FLOP/s: the ceiling MFU divides by,
   // which no step can exceed (CPU: cores x FLOP per cycle x clock, cpu/cpu_peak.h; GPU: the data
   // sheet's dense figure); 0 when unknown.
@@ -154,6 +157,10 @@ class Backend {
   // (check_serves_the_job refuses the others when launched as several processes).
   virtual int world_size() const { return 1; }
   virtual int rank() const { return 0; }
+  // Whether the training step reduces its gradients through all_reduce_begin/_end: with several
+  // processes, and on a backend that takes its device collectives with one process too (the CUDA
+  // backend under CLOCKTRAIN_NCCL_ONE_RANK=1: a communicator of one rank, for the device check).
+  virtual bool reduces_gradients() const { return world_size() > 1; }
   virtual void all_reduce_begin(const std::vector<Tensor>& tensors, double factor);
   virtual void all_reduce_end() {}
   virtual void broadcast(const std::vector<Tensor>& tensors, const std::vector<int>& roots);

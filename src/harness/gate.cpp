@@ -144,6 +144,7 @@ GateCheck check_full_machine(const TrainEvidence& t) {
   } else {
     c.passed = t.devices_present > 0 && t.devices_used == t.devices_present;
     c.evidence = str(t.backend, ": ", t.devices_used, " device(s) used of ", t.devices_present, " present");
+    if (!t.devices_present_how.empty()) c.evidence += " (" + t.devices_present_how + ")";
   }
   return c;
 }

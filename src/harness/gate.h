@@ -55,7 +55,8 @@ struct TrainEvidence {
   int64_t machine_cpus = 0;     // CPU: CPUs the machine was given (util/threads.h machine_cpus)
   std::string machine_cpus_how; // what that count came from ("2 CPUs online", "cgroup cpuset 0-3", ...)
   int64_t devices_used = 0;     // device backends: devices the run trained on
-  int64_t devices_present = 0;  // device backends: devices visible to the process
+  int64_t devices_present = 0;  // device backends: the machine's devices (Backend::devices_present)
+  std::string devices_present_how;  // where that count came from (NVML, nvidia-smi -L, ...)
   // data
   std::vector<ShardRead> shards_read;        // as the loader hashed them while reading
   std::vector<std::string> files_opened;     // ReadGuard::opened() of the trainer's guard

@@ -128,6 +128,7 @@ TrainEvidence train_evidence(const Recipe& recipe, const Backend& backend, const
   } else if (t.returned) {
     e.devices_used = static_cast<int64_t>(backend.device_count()) * backend.world_size();
     e.devices_present = backend.devices_present();
+    e.devices_present_how = backend.devices_present_how();
   }
   for (const auto& [name, sha] : r.shards_read) e.shards_read.push_back({name, sha});
   e.files_opened = guard.opened();

@@ -316,10 +316,11 @@ int64_t backend_width_multiple(const std::string& backend_name, const std::strin
   // n_head x head_dim) a multiple of 64, so rounding never sends a product off those kernels nor leaves
   // a narrow tail (their K limits, 1024 for AMX and 4096 for the dot GEMM, are a matter of size). 128
   // would only add width: 64 is already a whole number of every block.
-  // cuda: 128, the tensor-core GEMM tiles' width (and nanochat's rounding).
-  if (backend_name == "cpu") return 64;
+  // cuda: 128, the tensor-core GEMM tiles' width (and nanochat's rounding). host-device: the CPU's kernels.
+  if (backend_name == "cpu" || backend_name == "host-device") return 64;
   if (backend_name == "cuda") return 128;
-  fail(where, ": the depth rule rounds the width for \"cpu\" (64) or \"cuda\" (128), got \"", backend_name, "\"");
+  fail(where, ": the depth rule rounds the width for \"cpu\" or \"host-device\" (64) or \"cuda\" (128), got \"", backend_name,
+       "\"");
 }
 
 const char* run_by_name(RunBy run_by) { return run_by == RunBy::budget ? "budget" : "steps"; }

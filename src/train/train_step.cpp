@@ -91,6 +91,7 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
   if (regions) be.begin_graph("forward_backward");
   model_.zero_grad();
   const int world = be.world_size();
+  const bool reduce = be.reduces_gradients();
   // Data parallel: the last micro-batch's backward begins each bucket's reduction once it is final.
   std::vector<Parameter>& params = model_.parameters();
   buckets_.reset();
@@ -108,19 +109,19 @@ StepMeasurement TrainStep::forward_backward(const BatchSource& next_batch) {
                                                           static_cast<int>(m), false);
     const bool last = m + 1 == micro_steps_;
     if (last) fault_point("train_step.last_backward");  // the data-parallel tests kill a process here
-    model_.backward(1.0 / static_cast<double>(micro_steps_), world > 1 && last ? reduce_ready : GPT::GradientsReady());
+    model_.backward(1.0 / static_cast<double>(micro_steps_), reduce && last ? reduce_ready : GPT::GradientsReady());
   }
   // The wait is measured outside graph regions (where the host cannot wait): from the end of this
   // process's backward pass to the end of the reduction.
   Stopwatch reduction_wait;
   double waited = 0.0;
-  if (world > 1 && !regions) {
+  if (reduce && !regions) {
     be.synchronize();
     reduction_wait.restart();
     be.all_reduce_end();
     be.synchronize();
     waited = reduction_wait.seconds();
-  } else if (world > 1) {
+  } else if (reduce) {
     be.all_reduce_end();
   }
   const int first_gradient_slot = static_cast<int>(micro_steps_);

@@ -3,6 +3,9 @@
 // a 50-step bf16 training run whose loss curve tracks the CPU's (both again with cuDNN's attention),
 // and the evaluation paths.
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda_test_support.h"
@@ -130,6 +133,38 @@ void expect_graph_steps_equal_eager_steps(Backend& gpu) {
 TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {
   CT_REQUIRE_CUDA();
   expect_graph_steps_equal_eager_steps(*cuda({"bf16"}));
+}
+
+// The data-parallel path on one GPU (issue 44): with CLOCKTRAIN_NCCL_ONE_RANK=1 a training backend
+// makes NCCL's communicator for its one rank, and every step reduces its gradients through it (the
+// buckets begun in the last backward pass, on the second stream, inside the graph regions too). A sum
+// over one rank is the gradient itself and the scale is 1: the same bits as without NCCL.
+TEST(CudaModel, OneRankThroughNcclTrainsAsWithoutIt) {
+  CT_REQUIRE_CUDA();
+  ::setenv("CLOCKTRAIN_NCCL_ONE_RANK", "1", 1);
+  BackendOptions options;
+  options.name = "cuda";
+  options.matmul_precision = MatmulPrecision::bf16;
+  options.data_parallel = true;
+  std::unique_ptr<Backend> through_nccl;
+  std::string error;
+  try {
+    through_nccl = create_backend(options);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ::unsetenv("CLOCKTRAIN_NCCL_ONE_RANK");
+  ASSERT_TRUE(through_nccl) << error;
+  EXPECT_TRUE(through_nccl->reduces_gradients());
+  EXPECT_EQ(through_nccl->world_size(), 1);
+  EXPECT_NE(through_nccl->device_description().find("rank 0 of 1 (NCCL "), std::string::npos)
+      << through_nccl->device_description();
+  Backend& plain = *cuda({"bf16"});
+  EXPECT_FALSE(plain.reduces_gradients());
+  for (const bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "graph regions" : "eager");
+    EXPECT_EQ(train_losses(*through_nccl, DType::f32, graphs, 6), train_losses(plain, DType::f32, graphs, 6));
+  }
 }
 
 void expect_fifty_steps_track_the_cpu(Backend& gpu_backend) {

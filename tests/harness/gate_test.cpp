@@ -181,6 +181,13 @@ TEST(Gate, FullMachine) {
   GateCheck gpu = check_full_machine(e.train);
   EXPECT_TRUE(gpu.passed);
   EXPECT_EQ(gpu.evidence, "cuda: 8 device(s) used of 8 present");
+  // the machine's GPUs as the driver counts them (util/machine_gpus.h), not the process's narrowed view
+  e.train.devices_used = 1;
+  e.train.devices_present_how = "NVML: 8 GPUs; this process sees 1 (CUDA_VISIBLE_DEVICES=0)";
+  gpu = check_full_machine(e.train);
+  EXPECT_FALSE(gpu.passed);
+  EXPECT_EQ(gpu.evidence, "cuda: 1 device(s) used of 8 present (NVML: 8 GPUs; this process sees 1 "
+                          "(CUDA_VISIBLE_DEVICES=0))");
   e.train.devices_used = e.train.devices_present = 0;
   EXPECT_FALSE(check_full_machine(e.train).passed);
   e.train.backend.clear();

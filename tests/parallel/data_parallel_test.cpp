@@ -15,8 +15,7 @@
 #include <thread>
 #include <tuple>
 
-#include "run/run_test_support.h"
-#include "train/train_test_support.h"
+#include "parallel/parallel_test_support.h"
 #include "util/threads.h"
 #include "util/clock.h"
 #include "util/files.h"
@@ -25,58 +24,7 @@
 namespace ct {
 namespace {
 
-// recipes/<name>.toml on the byte-level vocabulary of make_test_data, with `edits` (from, to) applied.
-std::string recipe_text(const std::string& name, const std::vector<std::pair<std::string, std::string>>& edits = {}) {
-  std::string text = read_file(test::source_dir() / "recipes" / (name + ".toml"));
-  std::vector<std::pair<std::string, std::string>> all = {{"vocab_size = 8192", "vocab_size = 257"}};
-  all.insert(all.end(), edits.begin(), edits.end());
-  for (const auto& [from, to] : all) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << name << ".toml has no '" << from << "'";
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
-bool have_mpirun() { return test::run_command("command -v mpirun").exit_code == 0; }
-
-// mpirun as root (CI runs as root), ranks unbound (2 cores), `n` processes; `per_rank` runs
-// through sh so that one rank can get another environment or arguments ($OMPI_COMM_WORLD_RANK).
-std::string mpirun(int n) {
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(n) +
-         " --oversubscribe --bind-to none ";
-}
-
-// torchrun's launch, by tests/parallel/torchrun_standin.py (torchrun's variables and a store that
-// answers as torchrun's does; it leaves the other workers running when one fails), or by PyTorch 2's
-// own torchrun where bench/torch2_venv.sh installed it (CLOCKTRAIN_TORCHRUN names another).
-std::string torchrun_standin(int n) {
-  return test::python() + " " + (test::source_dir() / "tests" / "parallel" / "torchrun_standin.py").string() +
-         " --nproc_per_node " + std::to_string(n) + " --no-python ";
-}
-std::string installed_torchrun() {
-  if (const char* given = std::getenv("CLOCKTRAIN_TORCHRUN")) return given;
-  const fs::path venv = test::source_dir() / "build" / "torch2-venv" / "bin" / "torchrun";
-  return fs::exists(venv) ? venv.string() : "";
-}
-
-// Starts the shell command `command` in the background with its output in `log`; `status` gets its
-// exit status once it ends.
-void start_in_background(const std::string& command, const fs::path& log, const fs::path& status) {
-  const std::string line = "(" + command + " > " + log.string() + " 2>&1; echo $? > " + status.string() + ") &";
-  ASSERT_EQ(std::system(line.c_str()), 0) << line;
-}
-
-// Polls `done` every 20 ms for up to `seconds`.
-template <typename Fn>
-bool wait_until(double seconds, Fn&& done) {
-  const Stopwatch watch;
-  while (!done()) {
-    if (watch.seconds() > seconds) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using namespace test;  // parallel_test_support.h
 
 // The fields of /proc/PID/stat after the command name; empty when the process is gone.
 std::vector<std::string> proc_stat(pid_t pid) {
@@ -134,78 +82,6 @@ pid_t clocktrain_process_with(const std::string& variable, const std::string& ar
   return 0;
 }
 
-// Train rows in a run's metrics.jsonl so far (a line may be half written).
-int64_t train_rows(const fs::path& run) {
-  if (!fs::exists(run / "metrics.jsonl")) return 0;
-  const std::string text = read_file(run / "metrics.jsonl");
-  int64_t rows = 0;
-  const std::string row = "\"kind\":\"train\"";
-  for (size_t at = text.find(row); at != std::string::npos; at = text.find(row, at + 1)) ++rows;
-  return rows;
-}
-
-std::string tiny_f32() { return recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""}}); }
-
-std::vector<double> train_losses(const fs::path& run) {
-  std::vector<double> losses;
-  for (const Json& row : test::rows_of_kind(test::read_metrics(run), "train")) losses.push_back(row["loss"].get<double>());
-  return losses;
-}
-
-class DataParallel : public test::TrainerFixture {
- protected:
-  void SetUp() override {
-    if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed (Debian's openmpi-bin; scripts/install-deps.sh)";
-  }
-  // `clocktrain train RECIPE` with the suite's data, one thread, no progress line.
-  std::string train(const fs::path& recipe) const {
-    return test::clocktrain_bin() + " train " + recipe.string() + " --data " + data_.string() +
-           " --threads 1 --no-progress";
-  }
-  // `command` (arguments of clocktrain train) run by each process of `launcher` through sh, which
-  // first writes its process id into dir/pid.<rank> (`rank_variable` is the launcher's rank variable)
-  std::string writing_pids(const fs::path& dir, const std::string& rank_variable, const std::string& command) const {
-    return "sh -c 'echo $$ > " + (dir / "pid.").string() + "$" + rank_variable + "; exec " + command + "'";
-  }
-  // tiny in f32 with a checkpoint after every step (dir/tiny.toml), trained for 8 steps by `launcher`
-  // (2 processes) into dir/whole, then again into dir/cut with rank 1 (as the launcher's variable
-  // `rank_variable` says) killed by SIGKILL in its 6th step's backward pass, while rank 0 waits for
-  // its gradients: the job must stop, not hang, and the last complete checkpoint must continue on two
-  // processes to the uninterrupted run's losses. `killed` gets the killed run's output, for the
-  // launcher's own messages.
-  void kill_rank_one_then_resume(const fs::path& dir, const std::string& launcher, const std::string& rank_variable,
-                                 std::string* killed) const {
-    write_file_atomic(dir / "tiny.toml", recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
-                                                               {"every_minutes = 0.0", "every_minutes = 0.0001"}}));
-    const fs::path whole = dir / "whole", cut = dir / "cut";
-    auto r = test::run_command(launcher + train(dir / "tiny.toml") + " --steps 8 --out " + whole.string());
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    const std::string per_rank = "sh -c 'if [ \"$" + rank_variable + "\" = 1 ]; then export "
-                                 "CLOCKTRAIN_KILL_AT=train_step.last_backward:6; fi; exec " +
-                                 train(dir / "tiny.toml") + " --steps 8 --out " + cut.string() + "'";
-    const Stopwatch watch;
-    r = test::run_command(launcher + per_rank);
-    EXPECT_LT(watch.seconds(), 60.0) << "the job must stop, not hang";
-    EXPECT_NE(r.exit_code, 0) << r.output;
-    *killed = r.output;
-    ASSERT_TRUE(fs::exists(cut / "checkpoint" / "model.safetensors"));
-    r = test::run_command(launcher + train(dir / "tiny.toml") + " --steps 8 --resume " + (cut / "checkpoint").string());
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(train_losses(cut), train_losses(whole));
-  }
-};
-
-// Two processes with one micro-batch each against one process running both: the first step's loss
-// is the same bits (the same weights and rows); later steps differ only by rounding, because one
-// process adds its second micro-batch into the gradients inside a K-blocked GEMM (beta = 1), a
-// different association from summing two processes' gradients.
-void expect_same_training(const std::vector<double>& one, const std::vector<double>& two, double tolerance) {
-  ASSERT_EQ(one.size(), two.size());
-  ASSERT_FALSE(one.empty());
-  EXPECT_EQ(one[0], two[0]) << "step 1 must be bitwise equal";
-  for (size_t i = 0; i < one.size(); ++i)
-    EXPECT_NEAR(two[i], one[i], tolerance * std::abs(one[i])) << "step " << i + 1;
-}
 
 TEST_F(DataParallel, TwoProcessesTrainTinyLikeOneOnTheSameGlobalBatch) {
   test::TempDir dir;
@@ -345,13 +221,15 @@ INSTANTIATE_TEST_SUITE_P(Launchers, StoppedProcess,
 // prints the command that continues it, launcher included: run as printed it resumes the run on two
 // processes to its last step. Under mpirun, started directly by it, so that the whole mpirun command
 // is repeated (an option the environment does not show, --mca btl, included); and under torchrun (a
-// `torchrun` on PATH that starts the stand-in launcher, through a shell: the launch is rebuilt).
-class SignalledJob : public DataParallel, public ::testing::WithParamInterface<std::string> {};
+// `torchrun` on PATH that starts the stand-in launcher, through a shell: the launch is rebuilt). On
+// the CPU backend and on the host-device backend (the device path: host_device_test.cpp).
+class SignalledJob : public DataParallel,
+                     public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
-  const bool under_mpirun = GetParam() == "mpirun";
+  const bool under_mpirun = std::get<0>(GetParam()) == "mpirun";
   test::TempDir dir;
-  write_file_atomic(dir / "tiny.toml", tiny_f32());
+  write_file_atomic(dir / "tiny.toml", with_backend(tiny_f32(), std::get<1>(GetParam())));
   fs::create_directories(dir / "bin");
   const fs::path standin = test::source_dir() / "tests" / "parallel" / "torchrun_standin.py";
   write_file_atomic(dir / "bin" / "torchrun",
@@ -398,8 +276,13 @@ TEST_P(SignalledJob, PrintsTheLauncherAndResumesWhenRunAsPrinted) {
   EXPECT_EQ(test::rows_of_kind(test::read_metrics(run), "train").size(), static_cast<size_t>(kSteps));
 }
 
-INSTANTIATE_TEST_SUITE_P(Launchers, SignalledJob, ::testing::Values("mpirun", "torchrun"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Launchers, SignalledJob,
+                         ::testing::Combine(::testing::Values("mpirun", "torchrun"), ::testing::Values("cpu", "host-device")),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+                           std::string backend = std::get<1>(info.param);
+                           std::replace(backend.begin(), backend.end(), '-', '_');
+                           return std::get<0>(info.param) + "_" + backend;
+                         });
 
 // optimizer.sharded: each process updates the matrices and AdamW parameters it owns and broadcasts
 // them; the owner computes exactly what every process computes unsharded, so the run is the same

@@ -101,9 +101,10 @@ TEST(DepthRule, WidthRoundsToTheBackendsMultiple) {
   EXPECT_EQ(at_depth(3).model.n_embd, 256);  // 192 -> a multiple of 128 (head_dim) on either backend
   EXPECT_EQ(backend_width_multiple("cpu", "x"), 64);
   EXPECT_EQ(backend_width_multiple("cuda", "x"), 128);
+  EXPECT_EQ(backend_width_multiple("host-device", "x"), 64);  // the CPU's kernels
   EXPECT_NE(test::recipe_error("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n")
-                .find("bad.toml:4: field 'backend.name': the depth rule rounds the width for \"cpu\" (64) or \"cuda\" "
-                      "(128), got \"tpu\""),
+                .find("bad.toml:4: field 'backend.name': the depth rule rounds the width for \"cpu\" or "
+                      "\"host-device\" (64) or \"cuda\" (128), got \"tpu\""),
             std::string::npos)
       << test::recipe_error("[model]\ndepth = 4\n[backend]\nname = \"tpu\"\n");
 }

@@ -22,7 +22,8 @@
 
 namespace ct {
 
-class CpuBackend final : public Backend {
+// (Not final: the host-device backend, host_device/, is this backend with device collectives of its own.)
+class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
 

@@ -3,6 +3,7 @@
 // the row-wise and elementwise model ops in cuda_<op>.cu beside their kernels.
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "backend/cuda/cudnn_attention.h"
 #include "backend/cuda/nccl_comm.h"
 #include "backend/parallel/launch.h"
+#include "util/machine_gpus.h"
 
 namespace ct::cuda {
 
@@ -45,7 +47,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   check(status == cudaSuccess && count > 0, "cuda backend: no CUDA device (",
         status == cudaSuccess ? "none found" : cudaGetErrorString(status), ")");
-  devices_present_ = count;
+  const MachineGpus machine = machine_gpus();
+  devices_present_ = std::max(machine.count, count);
+  devices_present_how_ = machine.count > 0 ? machine.how : str("cudaGetDeviceCount: ", count, "; ", machine.how);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+    devices_present_how_ += str("; this process sees ", count, " (CUDA_VISIBLE_DEVICES=", visible, ")");
   device_ = env.distributed() ? env.local_rank : options.device;
   check(device_ >= 0 && device_ < count, "cuda backend: device ", device_, " does not exist (", count, " found",
         env.distributed() ? "; the device is the process's local rank" : "", ")");
@@ -80,7 +86,12 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
   attention_ = options.attention == AttentionKernels::automatic ? AttentionKernels::flash : options.attention;
   // Before any graph region: opening the library and making the handle are not stream work.
   if (attention_ == AttentionKernels::cudnn) cudnn_attention_ = std::make_unique<CudnnAttention>(stream_);
-  if (env.distributed()) nccl_ = std::make_unique<NcclComm>(env);
+  // NCCL for several processes; for one, only when asked (CLOCKTRAIN_NCCL_ONE_RANK=1, training only): a
+  // communicator of one rank, so that the device check runs the data-parallel path on one GPU
+  // (docs/cuda.md "Checking on a GPU").
+  const char* one_rank = std::getenv("CLOCKTRAIN_NCCL_ONE_RANK");
+  if (env.distributed() || (options.data_parallel && one_rank && std::string(one_rank) == "1"))
+    nccl_ = std::make_unique<NcclComm>(env);
 }
 
 CudaBackend::~CudaBackend() {
@@ -117,7 +128,7 @@ std::string CudaBackend::device_description() const {
              : attention_ == AttentionKernels::cudnn
                  ? str(cudnn_attention_->version(), " (bf16, as many queries as keys), else flash")
                  : "reference",
-             world_size_ > 1 ? str("; rank ", rank_, " of ", world_size_, " (NCCL ", nccl_->version(), ")") : "");
+             nccl_ ? str("; rank ", rank_, " of ", world_size_, " (NCCL ", nccl_->version(), ")") : "");
 }
 
 // Dense matmul peaks of the data sheets (SXM parts): what MFU divides by. 0 when unknown.

@@ -30,6 +30,7 @@ class CudaBackend final : public Backend {
   std::string device_description() const override;
   int device_count() const override { return 1; }
   int devices_present() const override { return devices_present_; }
+  std::string devices_present_how() const override { return devices_present_how_; }
   double peak_flops() const override;
 
   Tensor allocate(const Shape& shape, DType dtype) override;
@@ -49,6 +50,8 @@ class CudaBackend final : public Backend {
   void reset_graph(const std::string& name) override;
 
   int world_size() const override { return world_size_; }
+  // NCCL whenever a communicator was made: several processes, or one under CLOCKTRAIN_NCCL_ONE_RANK=1
+  bool reduces_gradients() const override { return nccl_ != nullptr; }
   int rank() const override { return rank_; }
   void all_reduce_begin(const std::vector<Tensor>& tensors, double factor) override;
   void all_reduce_end() override;
@@ -132,7 +135,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<LtGemm> gemm_;
   bool matmul_bf16_ = false;  // f32 gemms rounded to bf16 inside the product; Newton-Schulz in bf16
   std::string matmul_precision_reason_;
-  int devices_present_ = 0;  // cudaGetDeviceCount at creation
+  // Every GPU the driver lists (util/machine_gpus.h), not only those CUDA_VISIBLE_DEVICES leaves this
+  // process: the gate's full_machine check compares the devices a job uses with these.
+  int devices_present_ = 0;
+  std::string devices_present_how_;
   bool fp8_ = false;
   // Which kernels serve attention (BackendOptions::attention, auto resolved to flash): clocktrain's
   // tensor-core flash kernels where they apply; cuDNN's fused attention where it applies (flash,

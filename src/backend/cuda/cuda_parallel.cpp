@@ -19,8 +19,8 @@ void CudaBackend::all_reduce_begin(const std::vector<Tensor>& tensors, double fa
     check_cuda_dtype(op, "tensor", t);
     signature.tensor(t);
   }
-  if (world_size_ == 1) {
-    // one process: the sum is the tensor itself
+  if (!nccl_) {
+    // one process without a communicator: the sum is the tensor itself
     if (factor != 1.0)
       for (const Tensor& t : tensors) scale(t, factor);
     return;
@@ -37,7 +37,7 @@ void CudaBackend::all_reduce_begin(const std::vector<Tensor>& tensors, double fa
 
 void CudaBackend::all_reduce_end() {
   OpScope scope(this);
-  if (world_size_ == 1) return;
+  if (!nccl_) return;
   OpCall call = graph_call("all_reduce_end", Signature(), {});
   if (!call.launch || !comm_pending_) return;
   CT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_done_, 0));
@@ -54,7 +54,7 @@ void CudaBackend::broadcast(const std::vector<Tensor>& tensors, const std::vecto
     check(roots[i] >= 0 && roots[i] < world_size_, op, ": root ", roots[i], " is outside [0, ", world_size_, ")");
     signature.tensor(tensors[i]).integer(roots[i]);
   }
-  if (world_size_ == 1) return;
+  if (!nccl_) return;
   OpCall call = graph_call(op, signature, {});
   if (!call.launch) return;
   nccl_->broadcast(tensors, roots, stream_);  // on the main stream: later ops need the values

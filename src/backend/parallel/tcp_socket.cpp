@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -70,6 +71,36 @@ TcpSocket connect_once(const sockaddr_in& address) {
   check(socket.open(), "socket: ", std::strerror(errno));
   if (::connect(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) return TcpSocket();
   const int yes = 1;  // small request/reply messages: do not hold them back (Nagle)
+  ::setsockopt(socket.fd(), IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+  return socket;
+}
+
+TcpSocket listen_on_loopback(int* port) {
+  TcpSocket socket(::socket(AF_INET, SOCK_STREAM, 0));
+  check(socket.open(), "socket: ", std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;  // any free port
+  socklen_t length = sizeof(address);
+  check(::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 &&
+            ::listen(socket.fd(), SOMAXCONN) == 0 &&
+            ::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&address), &length) == 0,
+        "listening on 127.0.0.1: ", std::strerror(errno));
+  *port = ntohs(address.sin_port);
+  return socket;
+}
+
+TcpSocket accept_within(const TcpSocket& listener, double seconds) {
+  pollfd ready{listener.fd(), POLLIN, 0};
+  const int millis = static_cast<int>(std::clamp(seconds * 1e3, 0.0, 2e9));
+  int status;
+  do status = ::poll(&ready, 1, millis);
+  while (status < 0 && errno == EINTR);  // (a signal restarts the wait in full: a bound, not a deadline)
+  if (status <= 0) return TcpSocket();
+  TcpSocket socket(::accept(listener.fd(), nullptr, nullptr));
+  if (!socket.open()) return socket;
+  const int yes = 1;
   ::setsockopt(socket.fd(), IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
   return socket;
 }

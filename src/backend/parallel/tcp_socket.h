@@ -1,6 +1,7 @@
 #pragma once
-// The TCP plumbing of the launches without MPI (rendezvous.h, torchrun_store.h): an owned socket,
-// whole sends and receives, an address from a host name, and one connection attempt.
+// The TCP plumbing of the launches without MPI (rendezvous.h, torchrun_store.h) and of the host-device
+// backend's communicator (backend/host_device/tcp_device_comm.h): an owned socket, whole sends and
+// receives, an address from a host name, one connection attempt, and a listener on the loopback.
 #include <netinet/in.h>
 
 #include <cstddef>
@@ -31,6 +32,10 @@ bool receive_all(int fd, void* data, size_t size);
 sockaddr_in resolve_ipv4(const std::string& host, int port, const std::string& what);
 // One connection attempt; a closed socket (open() false) when nobody accepts at `address`.
 TcpSocket connect_once(const sockaddr_in& address);
+// A socket listening on 127.0.0.1 at a port the kernel picks (*port gets it).
+TcpSocket listen_on_loopback(int* port);
+// The next connection to `listener`; a closed socket when none arrives within `seconds`.
+TcpSocket accept_within(const TcpSocket& listener, double seconds);
 // Bounds every later receive on `fd` to `seconds` (at least 1 us: {0, 0} would mean no bound).
 void set_receive_timeout(int fd, double seconds);
 

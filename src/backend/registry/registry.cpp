@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/host_device/host_device_backend.h"
 #include "backend/parallel/launch.h"
 #include "util/error.h"
 #ifdef CLOCKTRAIN_HAVE_CUDA
@@ -10,9 +11,9 @@ namespace ct {
 
 std::vector<std::string> available_backends() {
 #ifdef CLOCKTRAIN_HAVE_CUDA
-  return {"cpu", "cuda"};
+  return {"cpu", "cuda", "host-device"};
 #else
-  return {"cpu"};
+  return {"cpu", "host-device"};
 #endif
 }
 
@@ -20,14 +21,13 @@ namespace {
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   if (options.name == "cpu") return make_cpu_backend(options);
+  if (options.name == "host-device") return make_host_device_backend(options);
 #ifdef CLOCKTRAIN_HAVE_CUDA
   if (options.name == "cuda") return make_cuda_backend(options);
 #endif
-  fail("backend '", options.name, "' is not built into this binary (available: cpu",
-#ifdef CLOCKTRAIN_HAVE_CUDA
-       ", cuda",
-#endif
-       ")");
+  std::string available;
+  for (const std::string& name : available_backends()) available += (available.empty() ? "" : ", ") + name;
+  fail("backend '", options.name, "' is not built into this binary (available: ", available, ")");
 }
 
 }  // namespace
