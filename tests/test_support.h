@@ -39,11 +39,12 @@ inline fs::path source_dir() { return env_or("CLOCKTRAIN_SOURCE_DIR", CLOCKTRAIN
 inline std::string python() { return env_or("CLOCKTRAIN_PYTHON", "/usr/bin/python3"); }
 inline std::string clocktrain_bin() { return env_or("CLOCKTRAIN_BIN", CLOCKTRAIN_TEST_BIN); }
 
-// True when the system python3 can import every module named (space separated).
-inline bool python_has(const std::string& modules) {
+// True when `interpreter` (by default the system python3) runs and imports every module named (space
+// separated).
+inline bool python_has(const std::string& modules, const std::string& interpreter = python()) {
   std::string list;
   for (char c : modules) list += (c == ' ' ? ',' : c);
-  return std::system((python() + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
+  return std::system((interpreter + " -c 'import " + list + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
 // Whether a test may skip for want of a Python reference or of Parquet support: not under the test

@@ -84,7 +84,8 @@ TEST_F(HostDevice, AKilledProcessStopsTheJobAndTheCheckpointResumes) {
     SCOPED_TRACE(name);
     TempDir dir;
     std::string killed;
-    kill_rank_one_then_resume(dir.path(), launcher, rank_variable, &killed, {{"[backend]\n", "[backend]\nname = \"host-device\"\n"}});
+    kill_rank_one_then_resume(dir.path(), launcher, rank_variable, &killed,
+                              {{"[backend]\n", "[backend]\nname = \"" + kHostDevice + "\"\n"}});
     if (HasFatalFailure()) return;
     if (std::string(name) == "torchrun") {
       EXPECT_NE(killed.find("host-device all-reduce on rank 0 of 2: rank 1 closed its connection"), std::string::npos)

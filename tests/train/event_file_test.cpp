@@ -181,17 +181,14 @@ TEST(EventFile, MetricsWriterMirrorsItsRowsAndRebuildsThemOnResume) {
 TEST(TensorBoard, ItsOwnReaderAgreesWithMetrics) {
   const std::string python =
       test::env_or("CLOCKTRAIN_PYARROW_PYTHON", (test::source_dir() / "build/pyarrow-venv/bin/python3").string());
-  CT_NEED(fs::exists(python) && test::run_command(python + " -c 'import tensorboard'").exit_code == 0,
+  CT_NEED(test::python_has("tensorboard", python),
           "no tensorboard package in " + python + " (scripts/install-pyarrow.sh installs it)");
   test::TempDir dir;
-  const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
-  const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
-                           data.string() + " --threads 1 --no-progress";
-  auto r = test::run_command(base + " --steps 12 --out " + (dir / "run").string());
+  const test::TinyTrainFolder tiny(dir.path());
+  auto r = test::run_command(tiny.train("--no-progress --steps 12 --out " + (dir / "run").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // A resumed run, whose event file is rebuilt from the rows it keeps.
-  r = test::run_command(base + " --steps 14 --resume " + (dir / "run" / "checkpoint").string());
+  r = test::run_command(tiny.train("--no-progress --steps 14 --resume " + (dir / "run" / "checkpoint").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<Json> rows = test::read_metrics(dir / "run");
   ASSERT_EQ(test::rows_of_kind(rows, "train").size(), 14u);

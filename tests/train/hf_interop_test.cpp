@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "model/checkpoint.h"
+#include "model/tiny_model.h"
 #include "train/train_test_support.h"
 #include "util/files.h"
 
@@ -17,13 +18,11 @@ namespace {
 TEST(HuggingFace, LoadsTheWeightsAndNamesTheModelType) {
   const std::string python =
       test::env_or("CLOCKTRAIN_HF_PYTHON", (test::source_dir() / "build/hf-venv/bin/python3").string());
-  CT_NEED(fs::exists(python) && test::run_command(python + " -c 'import transformers, tokenizers'").exit_code == 0,
+  CT_NEED(test::python_has("transformers tokenizers", python),
           "no transformers or tokenizers package in " + python + " (scripts/install-hf.sh installs them)");
   test::TempDir dir;
-  const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
-  auto r = test::run_command(test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
-                             data.string() + " --threads 1 --no-progress --steps 4 --out " + (dir / "run").string());
+  auto r = test::run_command(
+      test::TinyTrainFolder(dir.path()).train("--no-progress --steps 4 --out " + (dir / "run").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path checkpoint = dir / "run" / "checkpoint";
 

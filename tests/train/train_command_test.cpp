@@ -10,10 +10,8 @@ namespace {
 
 TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   test::TempDir dir;
-  const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
-  const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
-                           data.string() + " --threads 1 --no-progress";
+  const test::TinyTrainFolder tiny(dir.path());
+  const std::string base = tiny.train("--no-progress");
   auto r = test::run_command(base + " --steps 3 --out " + (dir / "run").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("steps: 3 steps"), std::string::npos) << r.output;
@@ -37,7 +35,8 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   EXPECT_NE(r.output.find("--budget or --steps"), std::string::npos) << r.output;
 
   write_file_atomic(dir / "bad.toml", "[model]\nn_embed = 64\n");
-  r = test::run_command(test::clocktrain_bin() + " train " + (dir / "bad.toml").string() + " --data " + data.string());
+  r = test::run_command(test::clocktrain_bin() + " train " + (dir / "bad.toml").string() + " --data " +
+                        tiny.data.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("bad.toml:2: field 'model.n_embed': unknown field"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "x"));
@@ -48,7 +47,7 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
   fp16.replace(fp16.find(precision), precision.size(), "matmul_precision = \"fp16\"");
   write_file_atomic(dir / "fp16.toml", fp16);
   r = test::run_command(test::clocktrain_bin() + " train " + (dir / "fp16.toml").string() + " --data " +
-                        data.string() + " --out " + (dir / "z").string());
+                        tiny.data.string() + " --out " + (dir / "z").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("field 'backend.matmul_precision': expected \"auto\", \"f32\" or \"bf16\", got \"fp16\""),
             std::string::npos)
@@ -57,14 +56,14 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
 
   // the data's vocabulary must be the recipe's
   r = test::run_command(test::clocktrain_bin() + " train " + (test::source_dir() / "recipes" / "tiny.toml").string() +
-                        " --steps 1 --data " + data.string() + " --out " + (dir / "y").string());
+                        " --steps 1 --data " + tiny.data.string() + " --out " + (dir / "y").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("vocab_size 257 differs from the recipe's model.vocab_size 8192"), std::string::npos)
       << r.output;
 
   // a folder given as the recipe is named as such (not an internal error), and an option the parser
   // refuses exits 1 like every other refusal (not CLI11's own 104-109)
-  r = test::run_command(test::clocktrain_bin() + " train " + dir.path().string() + " --data " + data.string());
+  r = test::run_command(test::clocktrain_bin() + " train " + dir.path().string() + " --data " + tiny.data.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(dir.path().string() + ": a folder, where a file was expected"), std::string::npos)
       << r.output;
@@ -80,10 +79,8 @@ TEST(TrainCommand, TrainsResumesAndReportsRecipeErrors) {
 // --no-progress turns off with the status line. Every metrics.jsonl line carries its wall-clock time.
 TEST(TrainCommand, PipedOutputGetsProgressLinesAndTheMetricsWallClockTimes) {
   test::TempDir dir;
-  const fs::path data = test::make_test_data(dir.path());
-  write_file_atomic(dir / "tiny.toml", test::tiny_toml_byte_vocab());
-  const std::string base = test::clocktrain_bin() + " train " + (dir / "tiny.toml").string() + " --data " +
-                           data.string() + " --threads 1 --steps 4";
+  const test::TinyTrainFolder tiny(dir.path());
+  const std::string base = tiny.train("--steps 4");
   const double before = unix_seconds();
   auto r = test::run_command(base + " --log-every-steps 2 --log-every-seconds 0 --out " + (dir / "a").string());
   const double after = unix_seconds();

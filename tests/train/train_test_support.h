@@ -109,6 +109,19 @@ inline std::string tiny_toml_byte_vocab() {
 }
 
 // recipes/tiny.toml with the byte-level vocabulary of make_test_data.
+// A scratch folder holding the test data (make_test_data) and tiny.toml on its byte vocabulary
+// (tiny_toml_byte_vocab): where the tests of the `clocktrain train` command start.
+struct TinyTrainFolder {
+  explicit TinyTrainFolder(const fs::path& dir) : data(make_test_data(dir)), recipe(dir / "tiny.toml") {
+    write_file_atomic(recipe, tiny_toml_byte_vocab());
+  }
+  // `clocktrain train tiny.toml --data DATA --threads 1 OPTIONS`
+  std::string train(const std::string& options) const {
+    return clocktrain_bin() + " train " + recipe.string() + " --data " + data.string() + " --threads 1 " + options;
+  }
+  fs::path data, recipe;
+};
+
 inline Recipe tiny_recipe() {
   Recipe r = load_recipe(source_dir() / "recipes" / "tiny.toml");
   r.model.vocab_size = 257;
