@@ -25,12 +25,12 @@ using HostDevice = DataParallel;
 const std::string kHostDevice = "host-device";
 
 // tiny in f32 with 24 rows a step in micro-batches of 4: one process runs 6 of them, two processes 3
-// each, three processes 2 each, on the same global batch.
-std::string tiny_24_rows(const std::string& backend) {
-  return with_backend(recipe_text("tiny", {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
-                                           {"tokens_per_step = 1024", "tokens_per_step = 1536"},
-                                           {"micro_batch_rows = 8", "micro_batch_rows = 4"}}),
-                      backend);
+// each, three processes 2 each, on the same global batch. `more_edits` change the recipe further.
+std::string tiny_24_rows(const std::string& backend, std::vector<std::pair<std::string, std::string>> more_edits = {}) {
+  more_edits.insert(more_edits.begin(), {{"matmul_precision = \"auto\"", "matmul_precision = \"f32\""},
+                                         {"tokens_per_step = 1024", "tokens_per_step = 1536"},
+                                         {"micro_batch_rows = 8", "micro_batch_rows = 4"}});
+  return with_backend(recipe_text("tiny", more_edits), backend);
 }
 
 // The same global batch on 1, 2 and 3 processes. The CPU backend's processes reduce over MPI, each
@@ -100,12 +100,8 @@ TEST_F(HostDevice, AKilledProcessStopsTheJobAndTheCheckpointResumes) {
 // the communicator until its limit, 5 s here, and fail the job.
 TEST_F(HostDevice, ThreeProcessesStopTogetherWhenTheClockRunsOut) {
   TempDir dir;
-  write_file_atomic(dir / "device.toml",
-                    with_backend(recipe_text("tiny", {{"run_by = \"steps\"", "run_by = \"budget\""},
-                                                      {"budget_seconds = 20.0", "budget_seconds = 3.0"},
-                                                      {"tokens_per_step = 1024", "tokens_per_step = 1536"},
-                                                      {"micro_batch_rows = 8", "micro_batch_rows = 4"}}),
-                                 kHostDevice));
+  write_file_atomic(dir / "device.toml", tiny_24_rows(kHostDevice, {{"run_by = \"steps\"", "run_by = \"budget\""},
+                                                                    {"budget_seconds = 20.0", "budget_seconds = 3.0"}}));
   const Stopwatch watch;
   const auto r = run_command("CLOCKTRAIN_COLLECTIVE_TIMEOUT=5 CLOCKTRAIN_RANK0_TIMEOUT=5 " + torchrun_standin(3) +
                              train(dir / "device.toml") + " --out " + (dir / "run").string());
