@@ -47,11 +47,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   check(status == cudaSuccess && count > 0, "cuda backend: no CUDA device (",
         status == cudaSuccess ? "none found" : cudaGetErrorString(status), ")");
-  const MachineGpus machine = machine_gpus();
-  devices_present_ = std::max(machine.count, count);
-  devices_present_how_ = machine.count > 0 ? machine.how : str("cudaGetDeviceCount: ", count, "; ", machine.how);
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
-    devices_present_how_ += str("; this process sees ", count, " (CUDA_VISIBLE_DEVICES=", visible, ")");
+  visible_devices_ = count;
   device_ = env.distributed() ? env.local_rank : options.device;
   check(device_ >= 0 && device_ < count, "cuda backend: device ", device_, " does not exist (", count, " found",
         env.distributed() ? "; the device is the process's local rank" : "", ")");
@@ -114,6 +110,18 @@ CudaBackend::~CudaBackend() {
   cudaEventDestroy(comm_done_);
   cudaStreamDestroy(comm_stream_);
   cudaStreamDestroy(stream_);
+}
+
+std::pair<int, std::string> CudaBackend::machine_devices() const {
+  if (!machine_devices_) {
+    const MachineGpus machine = machine_gpus();
+    std::string how = machine.count > 0 ? machine.how
+                                         : str("cudaGetDeviceCount: ", visible_devices_, "; ", machine.how);
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+      how += str("; this process sees ", visible_devices_, " (CUDA_VISIBLE_DEVICES=", visible, ")");
+    machine_devices_.emplace(std::max(machine.count, visible_devices_), how);
+  }
+  return *machine_devices_;
 }
 
 std::string CudaBackend::device_description() const {

@@ -8,7 +8,9 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -29,8 +31,8 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_description() const override;
   int device_count() const override { return 1; }
-  int devices_present() const override { return devices_present_; }
-  std::string devices_present_how() const override { return devices_present_how_; }
+  int devices_present() const override { return machine_devices().first; }
+  std::string devices_present_how() const override { return machine_devices().second; }
   double peak_flops() const override;
 
   Tensor allocate(const Shape& shape, DType dtype) override;
@@ -137,8 +139,10 @@ class CudaBackend final : public Backend {
   std::string matmul_precision_reason_;
   // Every GPU the driver lists (util/machine_gpus.h), not only those CUDA_VISIBLE_DEVICES leaves this
   // process: the gate's full_machine check compares the devices a job uses with these.
-  int devices_present_ = 0;
-  std::string devices_present_how_;
+  // Asked on first use (the gate's check), not at every backend's creation: NVML or nvidia-smi.
+  std::pair<int, std::string> machine_devices() const;
+  int visible_devices_ = 0;  // cudaGetDeviceCount at creation: what CUDA_VISIBLE_DEVICES leaves
+  mutable std::optional<std::pair<int, std::string>> machine_devices_;
   bool fp8_ = false;
   // Which kernels serve attention (BackendOptions::attention, auto resolved to flash): clocktrain's
   // tensor-core flash kernels where they apply; cuDNN's fused attention where it applies (flash,
