@@ -37,6 +37,13 @@ grep -q "level avx2, flags avx2 fma -avx512f" <<< "$level" || { echo "emulated-c
 # QEMU 7.2 loads the whole operand and then masks it, so under it those tests crash where a real CPU
 # passes them.
 guard_tests="CrossEntropy.FastKernelNeverTouchesPastTheLastLogit:F32TileGemm.RowMajorBIsNeverReadPastItsLastColumn"
+# Left out for time (under QEMU on the AMX Xeon of 2026-12-07 they took 208, 55 and 69 s, beside a
+# build): the two attention tests whose cost is float64 finite differences (portable code,
+# the same at every CPU level; the f32 attention kernels of the AVX2 level stay checked here by the
+# other Attention tests), and the bf16 attention test, whose path an AVX2 CPU never trains on (a recipe
+# that asks for bf16 there is refused). All three run natively in the release stage, and there at
+# the AVX2 level too (their avx2/ copies).
+slow_tests="Attention.HeadDimsAcrossPanelsAndKeyBlocks:Attention.GroupedQueryHeadsAcrossBlocks:Bf16Attention.TiledKernelsMatchF64"
 run() {
   local binary=$1 filter=$2 start=$SECONDS
   echo "== $binary --gtest_filter=$filter"
@@ -51,7 +58,7 @@ run test_train "TrainerTest.RunByStepsLearnsAndWritesRecords" > "$train_log" 2>&
 train_pid=$!
 # A failure of the others ends the script (set -e): the training run goes with it.
 trap 'kill "$train_pid" 2> /dev/null || true; rm -f "$train_log"' EXIT
-run test_backend "-$guard_tests"
+run test_backend "-$guard_tests:$slow_tests"
 run test_model "*"
 run test_optim "*"
 run test_eval "*"

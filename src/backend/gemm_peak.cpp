@@ -64,6 +64,13 @@ double GemmRate::window(double seconds, int max_calls) {
   return flop() * calls / timed;
 }
 
+int64_t matmul_ceiling_size(double first_look_seconds) {
+  constexpr double ratio = static_cast<double>(kCeilingSize) * kCeilingSize * kCeilingSize /
+                           (static_cast<double>(kCeilingFirstLookSize) * kCeilingFirstLookSize * kCeilingFirstLookSize);
+  constexpr double slowest_full_call_seconds = 1.0;
+  return ratio * first_look_seconds > slowest_full_call_seconds ? kCeilingFirstLookSize : kCeilingSize;
+}
+
 double measure_gemm_flops(Backend& backend, int64_t m, int64_t n, int64_t k, int repeats, DType dtype) {
   check(repeats > 0, "measure_gemm_flops: repeats must be positive, got ", repeats);
   return GemmRate(backend, m, n, k, dtype).best_of(repeats);

@@ -37,6 +37,13 @@ class GemmRate {
   double best_call_ = 0.0;
 };
 
+// The side of the square product whose rate is a CPU backend's matmul ceiling: kCeilingSize, unless one
+// call of the first look (kCeilingFirstLookSize^3, 27x fewer FLOP) took `first_look_seconds` long
+// enough that a full-size call would pass a second (under 7 GFLOP/s: an emulator such as the test
+// command's QEMU, where a 1536^3 f32 call took ~25 s on the Zen 4 host); then the first look's own size.
+inline constexpr int64_t kCeilingSize = 1536, kCeilingFirstLookSize = 512;
+int64_t matmul_ceiling_size(double first_look_seconds);
+
 // GemmRate(backend, m, n, k, dtype).best_of(repeats).
 double measure_gemm_flops(Backend& backend, int64_t m, int64_t n, int64_t k, int repeats, DType dtype = DType::f32);
 

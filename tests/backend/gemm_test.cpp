@@ -192,6 +192,14 @@ TEST(GemmPeak, TheFastestCallIsAtLeastAWindowsAverage) {
   expect_error([&] { rate.best_of(0); }, {"best_of", "repeats", "0"});
 }
 
+// The ceiling's probe is 1536^3 unless the 512^3 first look says a full-size call would pass 1 s (27x).
+TEST(GemmPeak, TheCeilingsProbeShrinksOnlyWhereAFullSizeCallWouldPassASecond) {
+  EXPECT_EQ(matmul_ceiling_size(0.002), 1536);      // a CPU at ~130 GFLOP/s: 54 ms a full call
+  EXPECT_EQ(matmul_ceiling_size(1.0 / 28.0), 1536);  // 0.96 s a full call
+  EXPECT_EQ(matmul_ceiling_size(1.0 / 26.0), 512);   // 1.04 s a full call
+  EXPECT_EQ(matmul_ceiling_size(1.0), 512);          // an emulator
+}
+
 // ---- Newton-Schulz --------------------------------------------------------------------------------
 
 // The docs/model.md iteration written directly on the host, in double.

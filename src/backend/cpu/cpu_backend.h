@@ -49,7 +49,7 @@
 // peak_flops(): the theoretical peak of the threads' cores in the matmul precision (cpu_peak.h: the
 // clock is measured when the first backend is created, ~40 ms). matmul_ceiling_flops(): measured on first
 // use (a few 1536^3 GEMMs in the matmul precision through GemmRate, backend/gemm_peak.h, ~0.3 s on
-// 2 cores) and cached.
+// 2 cores; 512^3 ones where a 1536^3 call would pass a second: an emulator) and cached.
 #include <memory>
 
 #include "backend/backend.h"
