@@ -357,6 +357,45 @@ void relu2_backward(const Tensor& dx_out, const Tensor& dy, const Tensor& x) {
 
 namespace {
 
+// The residual mix's scalars: one element each, of the residual's dtype.
+void check_mix_scalars(const char* op, const char* ref_name, const Tensor& ref,
+                       std::initializer_list<std::pair<const char*, const Tensor*>> scalars) {
+  for (const auto& [name, t] : scalars) {
+    check_same_dtype(op, name, *t, ref_name, ref);
+    check_numel(op, name, *t, 1);
+  }
+}
+
+}  // namespace
+
+// residual_mix_forward: float x; x0 (and x_saved_out unless empty) of its dtype and shape; r, a scalars.
+void residual_mix_forward(const Tensor& x, const Tensor& x_saved_out, const Tensor& x0, const Tensor& r,
+                          const Tensor& a) {
+  const char* op = "residual_mix_forward";
+  check_compute_dtype(op, "x", x);
+  check_same_dtype(op, "x0", x0, "x", x);
+  check_shape(op, "x0", x0, x.shape);
+  if (!x_saved_out.empty()) {
+    check_same_dtype(op, "x_saved_out", x_saved_out, "x", x);
+    check_shape(op, "x_saved_out", x_saved_out, x.shape);
+  }
+  check_mix_scalars(op, "x", x, {{"r", &r}, {"a", &a}});
+}
+
+// residual_mix_backward: float x_saved; dx, dx0_acc, x0 of its dtype and shape; r, a, dr_acc, da_acc scalars.
+void residual_mix_backward(const Tensor& dx, const Tensor& dx0_acc, const Tensor& dr_acc, const Tensor& da_acc,
+                           const Tensor& x_saved, const Tensor& x0, const Tensor& r, const Tensor& a) {
+  const char* op = "residual_mix_backward";
+  check_compute_dtype(op, "x_saved", x_saved);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"dx", &dx}, {"dx0_acc", &dx0_acc}, {"x0", &x0}}) {
+    check_same_dtype(op, name, *t, "x_saved", x_saved);
+    check_shape(op, name, *t, x_saved.shape);
+  }
+  check_mix_scalars(op, "x_saved", x_saved, {{"r", &r}, {"a", &a}, {"dr_acc", &dr_acc}, {"da_acc", &da_acc}});
+}
+
+namespace {
+
 // Cross-entropy's logits [..., V]: float with V > 0; i32 targets, one per row (the ids' range,
 // [-inf, V), is checked where they are read); softcap >= 0 and finite (0: no cap). Returns the rows.
 int64_t check_cross_entropy(const char* op, const Tensor& logits, const Tensor& targets, double softcap) {

@@ -29,7 +29,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
 
   tokens = alloc({N}, DType::i32);
   embedded = alloc({N, C}, dtype);
-  if (backward) resid0 = alloc({N, C}, dtype);
+  if (backward || config.residual_scalars) resid0 = alloc({N, C}, dtype);
   rstd0 = alloc({N}, dtype);
   resid = alloc({N, C}, dtype);
   bool any_attention = config.attention_layer_count() > 0;
@@ -52,6 +52,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
     l.rstd2 = alloc({N}, dtype);
     l.fc = alloc({N, F}, mm);
     l.act = alloc({N, F}, mm);
+    if (per_layer && backward && config.residual_scalars) l.x_in = alloc({N, C}, dtype);
   }
   xf = alloc({N, C}, mm);
   rstd_f = alloc({N}, dtype);
@@ -74,6 +75,7 @@ void Activations::ensure(Backend& backend, const ModelConfig& config, DType dtyp
       dk = alloc({N, kv_width}, dtype);
       dv = alloc({N, kv_width}, mm);
     }
+    if (config.residual_scalars) d_x0 = alloc({N, C}, dtype);
     if (mm != dtype) {
       if (logits_type != mm) dlogits_mm = alloc({N, V}, mm);
       d_resid_mm = alloc({N, C}, mm);

@@ -27,6 +27,8 @@ struct LayerActivations {
   Buffer ln2, rstd2;     // [mm] rmsnorm(x) [N, C], [N]
   Buffer fc;             // [mm] x W1^T [N, F] (pre-activation)
   Buffer act;            // [mm] relu(fc)^2 [N, F]; backward overwrites it with d fc once it is spent
+  // residual scalars (training with config.residual_scalars only)
+  Buffer x_in;           // the residual stream entering the layer, before the mix r x + a x0 [N, C]
 };
 
 struct Activations {
@@ -39,7 +41,8 @@ struct Activations {
 
   Buffer tokens, targets;   // i32 [N]
   Buffer embedded;          // wte[tokens] [N, C]; backward reuses it for d(embedded)
-  Buffer resid0, rstd0;     // the first rmsnorm's output [N, C] (kept for backward only) and [N]
+  Buffer resid0, rstd0;     // the first rmsnorm's output x0 [N, C] (kept for backward and the residual
+                            // scalars only) and [N]
   Buffer resid;             // the residual stream [N, C], updated in place layer by layer
   std::vector<LayerActivations> layers;  // n_layer entries for training, 1 for evaluation
   Buffer xf, rstd_f;        // [mm] final rmsnorm [N, C], [N]
@@ -53,6 +56,7 @@ struct Activations {
   Buffer d_width;           // [N, C]: d of a norm's output or of the merged attention output
   Buffer d_hidden;          // [mm] [N, F]: d of the MLP's activation
   Buffer dq, dk, dv;        // [N, H*D], [N, Hkv*D], [mm] [N, Hkv*D]
+  Buffer d_x0;              // d loss / d x0 through the residual scalars' a terms [N, C] (with them only)
   // [mm-only] backward scratch: gradients that feed matmuls, rounded where they are produced
   Buffer dlogits_mm;        // [N, V] d logits, when the logits are not in mm (else: logits, in place)
   Buffer d_resid_mm;        // [N, C] a rounded copy of d_resid for a branch's first matmuls

@@ -58,6 +58,7 @@ double ModelConfig::attention_scale() const {
 int64_t ModelConfig::parameter_count() const {
   const int64_t C = n_embd, kv = n_kv_head * head_dim();
   int64_t n = 2 * padded_vocab_size() * C;  // wte + lm_head
+  if (residual_scalars) n += 2 * n_layer;    // resid_lambdas, x0_lambdas
   for (int64_t i = 0; i < n_layer; ++i) {
     if (has_attention(i)) n += C * C + 2 * kv * C + C * C;  // c_q, c_k, c_v, c_proj
     n += 2 * mlp_hidden() * C;                               // c_fc, c_proj
@@ -65,7 +66,9 @@ int64_t ModelConfig::parameter_count() const {
   return n;
 }
 
-int64_t ModelConfig::matmul_parameter_count() const { return parameter_count() - padded_vocab_size() * n_embd; }
+int64_t ModelConfig::matmul_parameter_count() const {
+  return parameter_count() - padded_vocab_size() * n_embd - (residual_scalars ? 2 * n_layer : 0);
+}
 
 double ModelConfig::flops_per_token() const {
   const double non_embedding = static_cast<double>(matmul_parameter_count());
@@ -95,6 +98,7 @@ Json to_json(const ModelConfig& c) {
               {"softcap", c.softcap},
               {"rope_base", c.rope_base},
               {"qk_gain", c.qk_gain},
+              {"residual_scalars", c.residual_scalars},
               {"norm_eps", kNormEps}};
 }
 
@@ -104,7 +108,7 @@ ModelConfig model_config_from_json(const Json& j, const std::string& where) {
                                               "padded_vocab_size", "vocab_pad_multiple", "sequence_len",
                                               "n_layer",    "n_embd",     "n_head",           "n_kv_head",
                                               "mlp_ratio",  "attention_layers", "softcap", "rope_base", "qk_gain",
-                                              "norm_eps"};
+                                              "residual_scalars", "norm_eps"};
   for (const auto& [key, value] : j.items())
     check(known.count(key) == 1, where, ": unknown field '", key, "'");
   // Absent from configs written before they were added; where present they must be clocktrain's.
@@ -126,6 +130,7 @@ ModelConfig model_config_from_json(const Json& j, const std::string& where) {
   c.softcap = json_field_or<double>(j, "softcap", 15.0, where);
   c.rope_base = json_field_or<double>(j, "rope_base", 10000.0, where);
   c.qk_gain = json_field_or<double>(j, "qk_gain", 1.0, where);  // absent from configs written before it
+  c.residual_scalars = json_field_or<bool>(j, "residual_scalars", false, where);  // (likewise)
   if (j.contains("attention_layers")) c.attention_layers = json_field<std::vector<bool>>(j, "attention_layers", where);
   if (j.contains("norm_eps")) {
     double eps = json_field<double>(j, "norm_eps", where);

@@ -29,6 +29,10 @@ struct ModelConfig {
   // q and k are multiplied by qk_gain after the QK norm (frontier.md 1.6: nanochat's 1.2; 1 is
   // docs/model.md's model).
   double qk_gain = 1.0;
+  // Residual scalars (frontier.md 1.1, nanochat's resid_lambdas and x0_lambdas): before layer i the
+  // residual stream x becomes r_i x + a_i x0, with x0 the normalised embedding and r, a two learned
+  // [n_layer] parameters. Off: docs/model.md's model (r = 1, a = 0, no parameters).
+  bool residual_scalars = false;
 
   int64_t head_dim() const { return n_embd / n_head; }
   // The attention logits' factor: (qk_gain q) . (qk_gain k) / sqrt(D) = qk_gain^2 / sqrt(D) times
@@ -45,10 +49,12 @@ struct ModelConfig {
   // Checks the shape rules; errors name `where` and the field.
   void validate(const std::string& where) const;
 
-  // Parameters, nanochat's way: every weight matrix, wte and lm_head at their padded shapes.
+  // Parameters, nanochat's way: every weight matrix, wte and lm_head at their padded shapes, and the
+  // residual scalars where they are on.
   int64_t parameter_count() const;
-  // The parameters a token's matmuls use: parameter_count() less the embedding table wte (the layers'
-  // matrices and lm_head; a lookup does no matmul). nanochat's scaling count N_s (frontier.md 3.2-3.3).
+  // The parameters a token's matmuls use: parameter_count() less the embedding table wte and the
+  // residual scalars (the layers' matrices and lm_head; a lookup does no matmul). nanochat's scaling
+  // count N_s (frontier.md 3.2-3.3).
   int64_t matmul_parameter_count() const;
   // Model FLOPs per trained token (forward + backward), as nanochat's estimate_flops counts them:
   //   6 * N + 12 * L_attn * H * D * T,

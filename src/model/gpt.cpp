@@ -22,8 +22,8 @@ GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
     p.spec = std::move(spec);
     p.value = Buffer(backend, p.spec.shape, dtype);
     p.grad = Buffer(backend, p.spec.shape, dtype);
-    // every matrix that a matmul reads (all but the embedding table, which is only looked up)
-    if (matmul_dtype_ != dtype && p.spec.group != ParamGroup::embedding)
+    // every matrix that a matmul reads (the layers' and the head; the embedding table is only looked up)
+    if (matmul_dtype_ != dtype && (p.spec.group == ParamGroup::matrix || p.spec.group == ParamGroup::lm_head))
       p.compute = Buffer(backend, p.spec.shape, matmul_dtype_);
     params_.push_back(std::move(p));
   }
@@ -34,6 +34,10 @@ GPT::GPT(Backend& backend, const ModelConfig& config, DType dtype)
       wte_ = &p;
     } else if (n == "lm_head.weight") {
       lm_head_ = &p;
+    } else if (n == "resid_lambdas") {
+      resid_scalars_ = &p;
+    } else if (n == "x0_lambdas") {
+      x0_scalars_ = &p;
     } else {
       // transformer.h.{i}.{attn.c_q|attn.c_k|attn.c_v|attn.c_proj|mlp.c_fc|mlp.c_proj}.weight
       const size_t dot = n.find('.', 14);
@@ -111,21 +115,32 @@ void GPT::ensure_rope_tables(int64_t positions) {
 // ---- forward ------------------------------------------------------------------------------------
 
 // x = rmsnorm(wte[tokens]), every layer, xf = rmsnorm(x), for the N positions whose tokens are in
-// acts.tokens. A pass with a backward keeps the first norm's output (resid0) for it.
+// acts.tokens. With residual scalars each layer first takes x = r_i x + a_i x0 (x0: the first norm's
+// output, kept in resid0; a pass with a backward keeps it, and each layer's x before the mix, for it).
 void GPT::trunk_forward(Activations& acts, int64_t N, AttentionPositions& positions) {
   const int64_t C = config_.n_embd;
   Backend& be = *backend_;
   ensure_compute_weights();
   be.embedding_forward(view(acts.embedded, {N, C}), view(acts.tokens, {N}), wte_->value);
-  if (acts.with_backward) {
+  if (!acts.resid0.tensor().empty()) {
     be.rmsnorm_forward(view(acts.resid0, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
     be.copy(view(acts.resid, {N, C}), view(acts.resid0, {N, C}));
   } else {
     be.rmsnorm_forward(view(acts.resid, {N, C}), view(acts.rstd0, {N}), view(acts.embedded, {N, C}), kNormEps);
   }
-  for (int64_t l = 0; l < config_.n_layer; ++l) layer_forward(acts.layer_tensors(l, N), l, positions);
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    if (config_.residual_scalars) {
+      const Buffer& x_in = acts.layer(l).x_in;
+      be.residual_mix_forward(view(acts.resid, {N, C}), x_in.tensor().empty() ? Tensor{} : view(x_in, {N, C}),
+                              view(acts.resid0, {N, C}), layer_scalar(resid_scalars_->value, l),
+                              layer_scalar(x0_scalars_->value, l));
+    }
+    layer_forward(acts.layer_tensors(l, N), l, positions);
+  }
   be.rmsnorm_forward(view(acts.xf, {N, C}), view(acts.rstd_f, {N}), view(acts.resid, {N, C}), kNormEps);
 }
+
+Tensor GPT::layer_scalar(const Buffer& per_layer, int64_t layer) { return per_layer.tensor().rows(layer, layer + 1); }
 
 // x += Wo attention(ropenorm(ln1 Wq^T), ropenorm(ln1 Wk^T), ln1 Wv^T) with ln1 = rmsnorm(x), where
 // the layer has attention; then x += W2 relu(W1 ln2)^2 with ln2 = rmsnorm(x).
@@ -252,17 +267,27 @@ void GPT::backward(double loss_scale, const GradientsReady& ready) {
   const Tensor d_resid = view(acts.d_resid, {N, C});
   be.fill(d_resid, 0.0);
   be.rmsnorm_backward(d_resid, dxf, view(acts.xf, {N, C}), view(acts.rstd_f, {N}));
+  const Tensor d_x0 = config_.residual_scalars ? view(acts.d_x0, {N, C}) : Tensor{};
+  if (config_.residual_scalars) be.fill(d_x0, 0.0);
   for (int64_t l = config_.n_layer - 1; l >= 0; --l) {
     mlp_backward(l, N);
     if (config_.has_attention(l)) attention_backward(l, B, T);
+    // d_resid holds d loss / d(r x + a x0): into d x (r g), d x0 (a g), d r and d a
+    if (config_.residual_scalars)
+      be.residual_mix_backward(d_resid, d_x0, layer_scalar(resid_scalars_->grad, l), layer_scalar(x0_scalars_->grad, l),
+                               view(acts.layer(l).x_in, {N, C}), view(acts.resid0, {N, C}),
+                               layer_scalar(resid_scalars_->value, l), layer_scalar(x0_scalars_->value, l));
     if (ready) ready(first_parameter_of_layer(l));
   }
+  // x0 is also the stream entering the first layer: both gradients flow into the first norm's output
+  if (config_.residual_scalars) be.axpby(d_resid, 1.0, d_x0, 1.0);
   // through the first rmsnorm into the embedding rows
   const Tensor d_embedded = view(acts.embedded, {N, C});
   be.fill(d_embedded, 0.0);
   be.rmsnorm_backward(d_embedded, d_resid, view(acts.resid0, {N, C}), view(acts.rstd0, {N}));
   be.embedding_backward(wte_->grad, d_embedded, view(acts.tokens, {N}));
-  if (ready) ready(static_cast<size_t>(wte_ - params_.data()));
+  // wte's gradient is the last to be final, and with it the residual scalars' (they come first)
+  if (ready) ready(0);
 }
 
 // d_resid as the A operand of a branch's first backward matmuls: itself, or (mixed precision) a copy

@@ -141,6 +141,8 @@ class GPT {
   void attention_backward(int64_t layer, int64_t B, int64_t T);
   Tensor residual_gradient_operand(Activations& acts, int64_t N);
   void mlp_backward(int64_t layer, int64_t N);
+  // Layer `layer`'s element of a residual-scalar parameter's value or gradient: a one-element view.
+  static Tensor layer_scalar(const Buffer& per_layer, int64_t layer);
   Tensor head_weight() const;  // lm_head rows [0, vocab_size), as a matmul operand
   size_t first_parameter_of_layer(int64_t layer) const;  // its index in params_ (state-dict order)
 
@@ -157,6 +159,8 @@ class GPT {
   std::vector<LayerParams> layers_;
   Parameter* wte_ = nullptr;
   Parameter* lm_head_ = nullptr;
+  Parameter* resid_scalars_ = nullptr;  // r [n_layer] and a [n_layer] (config.residual_scalars), else null
+  Parameter* x0_scalars_ = nullptr;
 
   Buffer rope_cos_, rope_sin_;  // [rope_positions_, head_dim/2]
   int64_t rope_positions_ = 0;

@@ -12,6 +12,10 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
   const int64_t C = config.n_embd, V = config.padded_vocab_size(), F = config.mlp_hidden();
   const int64_t q_width = config.n_head * config.head_dim(), kv_width = config.n_kv_head * config.head_dim();
   std::vector<ParameterSpec> specs;
+  if (config.residual_scalars) {
+    specs.push_back({"resid_lambdas", Shape{config.n_layer}, ParamGroup::resid_scalars, ParamInit::resid_ramp});
+    specs.push_back({"x0_lambdas", Shape{config.n_layer}, ParamGroup::x0_scalars, ParamInit::x0_ramp});
+  }
   specs.push_back({"transformer.wte.weight", Shape{V, C}, ParamGroup::embedding, ParamInit::unit_normal});
   for (int64_t i = 0; i < config.n_layer; ++i) {
     const std::string prefix = str("transformer.h.", i, ".");
@@ -31,7 +35,9 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config) {
 double init_std(const ParameterSpec& spec) {
   switch (spec.init) {
     case ParamInit::unit_normal: return 1.0;
-    case ParamInit::zero: return 0.0;
+    case ParamInit::zero:
+    case ParamInit::resid_ramp:
+    case ParamInit::x0_ramp: return 0.0;
     case ParamInit::fan_in_normal: {
       const double fan_out = static_cast<double>(spec.shape[0]), fan_in = static_cast<double>(spec.shape[1]);
       return 1.0 / std::sqrt(fan_in) * std::min(1.0, std::sqrt(fan_out / fan_in));
@@ -45,6 +51,16 @@ void initialize_parameters(Backend& backend, std::vector<Parameter>& params, uin
   for (Parameter& p : params) {
     const int64_t n = p.spec.shape.numel();
     const double std = init_std(p.spec);
+    if (p.spec.init == ParamInit::resid_ramp || p.spec.init == ParamInit::x0_ramp) {
+      host.resize(static_cast<size_t>(n));
+      const bool resid = p.spec.init == ParamInit::resid_ramp;
+      for (int64_t i = 0; i < n; ++i) {
+        const double s = static_cast<double>(i) / static_cast<double>(std::max<int64_t>(n - 1, 1));
+        host[static_cast<size_t>(i)] = resid ? 1.15 - 0.10 * s : 0.20 - 0.15 * s;
+      }
+      backend.upload(p.value, host.data(), DType::f64);
+      continue;
+    }
     if (std == 0.0) {
       backend.fill(p.value, 0.0);
       continue;

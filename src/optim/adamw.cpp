@@ -18,7 +18,7 @@ void AdamW::step(double lr_factor, int64_t step, const std::vector<bool>& owned)
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (!owned.empty() && !owned[i]) continue;
     Parameter& p = *groups_[i].param;
-    backend_->adamw_update(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], groups_[i].lr * lr_factor, config_.adam_beta1,
+    backend_->adamw_update(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], groups_[i].lr * lr_factor, groups_[i].beta1,
                            groups_[i].beta2, config_.adam_eps, groups_[i].weight_decay, step);
   }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// AdamW (docs/model.md) with bias correction, each parameter with its own base learning rate, beta2 and
+// AdamW (docs/model.md) with bias correction, each parameter with its own base learning rate, betas and
 // weight decay (the recipe's shared ones unless a group overrides them, frontier.md 2.5):
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
 //   p -= lr * lr_factor * (wd p + (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))
@@ -18,7 +18,7 @@ class AdamW {
   struct Group {
     Parameter* param;
     double lr;  // before the schedule's factor
-    double beta2, weight_decay;
+    double beta1, beta2, weight_decay;
   };
   AdamW(Backend& backend, std::vector<Group> groups, const OptimizerConfig& config);
   // One update; step is 1-based (the bias correction's t). With `owned` (one flag per group), of

@@ -34,6 +34,12 @@ struct OptimizerConfig {
   // value of -1, the default, takes the shared field.
   double embedding_adam_beta2 = -1.0, unembedding_adam_beta2 = -1.0;
   double embedding_weight_decay = -1.0, unembedding_weight_decay = -1.0;
+  // AdamW for the residual scalars (model.residual_scalars; frontier.md 1.1 and 2.5: nanochat's values,
+  // tuned at its batch of 2^19 tokens), with no width factor: r (resid_lambdas) at resid_scalar_lr with
+  // betas (adam_beta1, adam_beta2) and weight decay resid_scalar_weight_decay; a (x0_lambdas) at
+  // x0_scalar_lr with betas (x0_scalar_beta1, adam_beta2) and no weight decay.
+  double resid_scalar_lr = 0.005, resid_scalar_weight_decay = 0.05;
+  double x0_scalar_lr = 0.5, x0_scalar_beta1 = 0.96;
   // Global gradient-norm clipping before either step (0 disables it).
   double grad_clip = 1.0;
   // Data parallel (docs/parallel.md): each Muon matrix and AdamW parameter is owned by one process,

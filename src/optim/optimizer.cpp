@@ -25,12 +25,23 @@ std::vector<AdamW::Group> adam_groups_of(GPT& model, const OptimizerConfig& c) {
   const auto own = [](double group_value, double shared) { return group_value >= 0 ? group_value : shared; };
   std::vector<AdamW::Group> out;
   for (Parameter& p : model.parameters()) {
-    if (p.spec.group == ParamGroup::embedding)
-      out.push_back({&p, c.embedding_lr * width_scale, own(c.embedding_adam_beta2, c.adam_beta2),
-                     own(c.embedding_weight_decay, c.weight_decay)});
-    if (p.spec.group == ParamGroup::lm_head)
-      out.push_back({&p, c.unembedding_lr * width_scale, own(c.unembedding_adam_beta2, c.adam_beta2),
-                     own(c.unembedding_weight_decay, c.weight_decay)});
+    switch (p.spec.group) {
+      case ParamGroup::embedding:
+        out.push_back({&p, c.embedding_lr * width_scale, c.adam_beta1, own(c.embedding_adam_beta2, c.adam_beta2),
+                       own(c.embedding_weight_decay, c.weight_decay)});
+        break;
+      case ParamGroup::lm_head:
+        out.push_back({&p, c.unembedding_lr * width_scale, c.adam_beta1, own(c.unembedding_adam_beta2, c.adam_beta2),
+                       own(c.unembedding_weight_decay, c.weight_decay)});
+        break;
+      case ParamGroup::resid_scalars:
+        out.push_back({&p, c.resid_scalar_lr, c.adam_beta1, c.adam_beta2, c.resid_scalar_weight_decay});
+        break;
+      case ParamGroup::x0_scalars:
+        out.push_back({&p, c.x0_scalar_lr, c.x0_scalar_beta1, c.adam_beta2, 0.0});
+        break;
+      case ParamGroup::matrix: break;  // Muon's
+    }
   }
   return out;
 }

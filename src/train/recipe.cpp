@@ -146,7 +146,8 @@ Schema schema_for(Recipe& r) {
         {"attention_layers", attention_layers_field(m.attention_layers)},
         {"softcap", number_field(m.softcap)},
         {"rope_base", number_field(m.rope_base)},
-        {"qk_gain", number_field(m.qk_gain)}}},
+        {"qk_gain", number_field(m.qk_gain)},
+        {"residual_scalars", bool_field(m.residual_scalars)}}},
       {"batch", {{"tokens_per_step", int_field(r.tokens_per_step)}, {"micro_batch_rows", int_field(r.micro_batch_rows)}}},
       {"optimizer",
        {{"matrix_lr", number_field(o.matrix_lr)},
@@ -168,6 +169,10 @@ Schema schema_for(Recipe& r) {
         {"unembedding_adam_beta2", number_field(o.unembedding_adam_beta2)},
         {"embedding_weight_decay", number_field(o.embedding_weight_decay)},
         {"unembedding_weight_decay", number_field(o.unembedding_weight_decay)},
+        {"resid_scalar_lr", number_field(o.resid_scalar_lr)},
+        {"resid_scalar_weight_decay", number_field(o.resid_scalar_weight_decay)},
+        {"x0_scalar_lr", number_field(o.x0_scalar_lr)},
+        {"x0_scalar_beta1", number_field(o.x0_scalar_beta1)},
         {"grad_clip", number_field(o.grad_clip)},
         {"sharded", bool_field(o.sharded)}}},
       {"schedule",
@@ -348,8 +353,11 @@ void Recipe::validate(const std::string& where) const {
   check(debug_nan_loss_at_step >= 0, field("debug.nan_loss_at_step"), ": expected >= 0 (0 = off)");
   check_thread_count(threads, field("backend.threads"));
   const OptimizerConfig& o = optimizer;
-  check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0, field("optimizer.*_lr"),
-        ": learning rates must be >= 0");
+  check(o.matrix_lr >= 0 && o.embedding_lr >= 0 && o.unembedding_lr >= 0 && o.resid_scalar_lr >= 0 &&
+            o.x0_scalar_lr >= 0,
+        field("optimizer.*_lr"), ": learning rates must be >= 0");
+  check(o.resid_scalar_weight_decay >= 0, field("optimizer.resid_scalar_weight_decay"), ": expected >= 0");
+  check(o.x0_scalar_beta1 >= 0 && o.x0_scalar_beta1 < 1, field("optimizer.x0_scalar_beta1"), ": expected [0, 1)");
   check(o.muon_momentum >= 0 && o.muon_momentum < 1, field("optimizer.muon_momentum"), ": expected [0, 1)");
   check(o.muon_momentum_start >= 0 && o.muon_momentum_start < 1, field("optimizer.muon_momentum_start"),
         ": expected [0, 1)");
@@ -428,6 +436,10 @@ Json to_json(const Recipe& r) {
         {"unembedding_adam_beta2", o.unembedding_adam_beta2},
         {"embedding_weight_decay", o.embedding_weight_decay},
         {"unembedding_weight_decay", o.unembedding_weight_decay},
+        {"resid_scalar_lr", o.resid_scalar_lr},
+        {"resid_scalar_weight_decay", o.resid_scalar_weight_decay},
+        {"x0_scalar_lr", o.x0_scalar_lr},
+        {"x0_scalar_beta1", o.x0_scalar_beta1},
         {"grad_clip", o.grad_clip},
         {"sharded", o.sharded}}},
       {"schedule",

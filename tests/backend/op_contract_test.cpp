@@ -131,6 +131,21 @@ std::vector<BadCall> bad_calls() {
          Buffer logits(be, Shape{2, 5}, f32);
          be.softcap_cross_entropy_fused(Buffer(be, Shape{3}, f32), logits, logits, Buffer(be, Shape{2}, i32), 15.0, 1.0);
        }},
+      {"residual_mix_forward",
+       [=](Backend& be) {
+         Buffer x(be, Shape{2, 4}, f32), s(be, Shape{1}, f32);
+         be.residual_mix_forward(x, Tensor{}, Buffer(be, Shape{2, 5}, f32), s, s);
+       }},
+      {"residual_mix_forward",
+       [=](Backend& be) {
+         Buffer x(be, Shape{2, 4}, f32), s(be, Shape{1}, f32);
+         be.residual_mix_forward(x, Tensor{}, x, Buffer(be, Shape{2}, f32), s);
+       }},
+      {"residual_mix_backward",
+       [=](Backend& be) {
+         Buffer x(be, Shape{2, 4}, f32), s(be, Shape{1}, f32);
+         be.residual_mix_backward(x, x, s, Buffer(be, Shape{1}, DType::f64), x, x, s, s);
+       }},
       {"adamw_update",
        [=](Backend& be) {
          Buffer p(be, Shape{3}, f32);

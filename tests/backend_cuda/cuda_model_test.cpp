@@ -31,8 +31,8 @@ struct Pass {
   double loss;
   std::vector<Values> grads;
 };
-Pass one_pass(Backend& backend, DType dtype, uint64_t seed) {
-  GPT model(backend, small_config(), dtype);
+Pass one_pass(Backend& backend, DType dtype, uint64_t seed, const ModelConfig& config = small_config()) {
+  GPT model(backend, config, dtype);
   randomize_parameters(model, seed, 1.0);
   model.refresh_compute_weights();
   std::vector<int32_t> inputs, targets;
@@ -92,9 +92,10 @@ void counting_batch(int64_t rows, int64_t T, int64_t vocab, uint64_t step, std::
   }
 }
 
-std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int steps, GPT** keep = nullptr) {
+std::vector<double> train_losses(Backend& backend, DType dtype, bool graphs, int steps, GPT** keep = nullptr,
+                                 const ModelConfig& model_config = small_config()) {
   static std::vector<std::unique_ptr<GPT>> kept;
-  auto model = std::make_unique<GPT>(backend, small_config(), dtype);
+  auto model = std::make_unique<GPT>(backend, model_config, dtype);
   model->initialize(42);
   OptimizerConfig config;
   Optimizer optimizer(*model, config);
@@ -128,6 +129,23 @@ void expect_graph_steps_equal_eager_steps(Backend& gpu) {
   for (size_t i = 0; i < eager_model->parameters().size(); ++i)
     EXPECT_EQ(read(gpu, graph_model->parameters()[i].value), read(gpu, eager_model->parameters()[i].value))
         << eager_model->parameters()[i].spec.name;
+}
+
+// Residual scalars (frontier.md 1.1): the mix and its backward on the device against the CPU; and steps
+// replayed from graph regions equal eager steps, bit for bit: the kernels read r and a from device
+// memory, where the optimizer moves them between replays.
+TEST(CudaModel, WithResidualScalarsMatchesTheCpuAndReplaysAsEagerSteps) {
+  CT_REQUIRE_CUDA();
+  ModelConfig config = small_config();
+  config.residual_scalars = true;
+  auto cpu_be = cpu_backend();
+  const Pass reference = one_pass(*cpu_be, DType::f32, 5, config);
+  const Pass gpu = one_pass(*cuda(), DType::f32, 5, config);
+  EXPECT_NEAR(gpu.loss, reference.loss, 1e-5 * reference.loss);
+  expect_grads_close(gpu.grads, reference.grads, 1e-4, 1e-4);
+  Backend& bf16 = *cuda({"bf16"});
+  EXPECT_EQ(train_losses(bf16, DType::f32, true, 6, nullptr, config),
+            train_losses(bf16, DType::f32, false, 6, nullptr, config));
 }
 
 TEST(CudaModel, GraphRegionStepsEqualEagerStepsBitForBit) {

@@ -21,9 +21,8 @@ namespace {
 using test::cpu_backend;
 using test::tiny_config;
 
-void expect_same_uses(MatmulPrecision precision) {
+void expect_same_uses(MatmulPrecision precision, const ModelConfig& c = tiny_config()) {
   auto backend = cpu_backend(2, precision);
-  const ModelConfig c = tiny_config();
   GPT model(*backend, c);
   test::randomize_parameters(model, 21);
   const int64_t B = 2, T = c.sequence_len, N = B * T, V = c.vocab_size;
@@ -90,6 +89,14 @@ TEST(ForwardUses, SameLossesAndLogitsInF32) { expect_same_uses(MatmulPrecision::
 TEST(ForwardUses, SameLossesAndLogitsInBf16) {
   CT_SKIP_WITHOUT_BF16_ENGINE();
   expect_same_uses(MatmulPrecision::bf16);
+}
+
+// With the residual scalars (frontier.md 1.1) every use keeps x0 and mixes it in before each layer.
+TEST(ForwardUses, WithResidualScalarsSameLossesAndLogits) {
+  ModelConfig c = tiny_config();
+  c.residual_scalars = true;
+  expect_same_uses(MatmulPrecision::f32, c);
+  if (bf16_engine_available()) expect_same_uses(MatmulPrecision::bf16, c);
 }
 
 }  // namespace

@@ -151,6 +151,10 @@ void check_finite_differences(ModelConfig c) {
     for (int64_t i = 1; i < 6; ++i) picks.push_back(i * n / 6 + i);
     if (p.spec.group == ParamGroup::embedding) picks = {static_cast<int64_t>(x[0]) * c.n_embd + 3, static_cast<int64_t>(x[5]) * c.n_embd, 250 * c.n_embd};
     if (p.spec.group == ParamGroup::lm_head) picks = {static_cast<int64_t>(y[0]) * c.n_embd + 1, 17 * c.n_embd + 31, 250 * c.n_embd + 2};
+    if (p.spec.shape.ndim == 1) {  // the residual scalars: every layer's
+      picks.clear();
+      for (int64_t i = 0; i < n; ++i) picks.push_back(i);
+    }
     for (int64_t i : picks) {
       const double saved = value[static_cast<size_t>(i)];
       auto loss_at = [&](double v) {
@@ -189,6 +193,66 @@ TEST(Backward, WithQkGainMatchesFiniteDifferencesInFloat64) {
     return model.forward(x.data(), y.data(), 2, 8);
   };
   EXPECT_NE(loss_with_gain(1.0), loss_with_gain(1.2));
+}
+
+// Residual scalars (frontier.md 1.1): x = r_i x + a_i x0 before each layer. The gradients of r and a
+// (sums over every position and channel) and of everything upstream of the mix, which now also reaches
+// x0 through every layer's a term.
+TEST(Backward, WithResidualScalarsMatchesFiniteDifferencesInFloat64) {
+  ModelConfig c = tiny_config();
+  c.residual_scalars = true;
+  check_finite_differences(c);
+}
+
+// With r = 1 and a = 0 the mix is exact (1 x = x, 0 x0 = 0): the same loss and gradients, bit for bit,
+// as the model without the scalars (docs/model.md's), in f32 and with two micro-batches accumulated.
+TEST(Forward, ResidualScalarsAtOneAndZeroAreTheModelWithoutThem) {
+  auto backend = cpu_backend();
+  ModelConfig plain = tiny_config(), mixed = tiny_config();
+  mixed.residual_scalars = true;
+  GPT without(*backend, plain), with(*backend, mixed);
+  test::randomize_parameters(without, 9);
+  for (Parameter& p : with.parameters()) {
+    if (p.spec.name == "resid_lambdas") backend->fill(p.value, 1.0);
+    else if (p.spec.name == "x0_lambdas") backend->fill(p.value, 0.0);
+    else backend->copy(p.value, without.parameter(p.spec.name).value);
+  }
+  std::vector<int32_t> x, y;
+  test::random_batch(3, 16, plain.vocab_size, 5, x, y, 7);
+  without.zero_grad();
+  with.zero_grad();
+  for (int micro = 0; micro < 2; ++micro) {
+    EXPECT_EQ(without.forward(x.data(), y.data(), 3, 16), with.forward(x.data(), y.data(), 3, 16));
+    without.backward(0.5);
+    with.backward(0.5);
+  }
+  for (Parameter& p : without.parameters())
+    EXPECT_EQ(test::download_f64(*backend, p.grad), test::download_f64(*backend, with.parameter(p.spec.name).grad))
+        << p.spec.name;
+  // r's gradient is sum(g x) over the layer's input, a's sum(g x0): neither is 0 here
+  for (const char* name : {"resid_lambdas", "x0_lambdas"})
+    for (double g : test::download_f64(*backend, with.parameter(name).grad)) EXPECT_NE(g, 0.0) << name;
+  EXPECT_EQ(with.parameter_count(), without.parameter_count() + 2 * plain.n_layer);
+}
+
+// nanochat's initialisation of the scalars (frontier.md 1.1): r from 1.15 down to 1.05, a from 0.20
+// down to 0.05, linear over the layers.
+TEST(Initialisation, ResidualScalarsStartOnNanochatsRamps) {
+  auto backend = cpu_backend();
+  ModelConfig c = tiny_config();
+  c.residual_scalars = true;
+  GPT model(*backend, c);
+  model.initialize(3);
+  const std::vector<double> r = test::download_f64(*backend, model.parameter("resid_lambdas").value);
+  const std::vector<double> a = test::download_f64(*backend, model.parameter("x0_lambdas").value);
+  ASSERT_EQ(r.size(), 3u);
+  const double expected_r[] = {1.15, 1.10, 1.05}, expected_a[] = {0.20, 0.125, 0.05};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(r[i], expected_r[i], 1e-7) << i;
+    EXPECT_NEAR(a[i], expected_a[i], 1e-7) << i;
+  }
+  EXPECT_EQ(model.parameters()[0].spec.name, "resid_lambdas");  // nanochat's state_dict order
+  EXPECT_EQ(model.parameters()[1].spec.name, "x0_lambdas");
 }
 
 TEST(Backward, Float32MatchesFloat64) {

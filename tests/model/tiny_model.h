@@ -40,16 +40,24 @@ inline std::unique_ptr<Backend> cpu_backend(int threads = 2, MatmulPrecision mat
   return make_cpu_backend(o);
 }
 
-// Every parameter ~ N(0, scale / sqrt(fan_in)) (wte ~ N(0, 1)), so that no gradient path is zero
-// as it is at the real initialisation (lm_head and output projections start at 0).
+// Every matrix ~ N(0, scale / sqrt(fan_in)) (wte ~ N(0, 1)), so that no gradient path is zero as it is
+// at the real initialisation (lm_head and output projections start at 0); the residual scalars r ~
+// 1 + N(0, 0.1 scale) and a ~ N(0, 0.2 scale), each layer its own.
 inline void randomize_parameters(GPT& model, uint64_t seed, double scale = 1.0) {
   std::vector<double> host;
   for (Parameter& p : model.parameters()) {
     const int64_t n = p.spec.shape.numel();
     host.resize(static_cast<size_t>(n));
-    const double std = p.spec.group == ParamGroup::embedding ? 1.0 : scale / std::sqrt(static_cast<double>(p.spec.shape[1]));
+    const ParamGroup g = p.spec.group;
+    const double std = g == ParamGroup::embedding       ? 1.0
+                       : g == ParamGroup::resid_scalars ? 0.1 * scale
+                       : g == ParamGroup::x0_scalars    ? 0.2 * scale
+                                                        : scale / std::sqrt(static_cast<double>(p.spec.shape[1]));
+    const double mean = g == ParamGroup::resid_scalars ? 1.0 : 0.0;
     const uint64_t key = init_stream_key(seed, p.spec.name + "/test");
-    for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = std * counter_normal(key, static_cast<uint64_t>(i));
+    for (int64_t i = 0; i < n; ++i)
+      host[static_cast<size_t>(i)] = mean + std * counter_normal(key, static_cast<uint64_t>(i));
+
     model.backend().upload(p.value, host.data(), DType::f64);
   }
 }

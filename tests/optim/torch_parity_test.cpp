@@ -80,7 +80,11 @@ void check_parity(const ModelConfig& c, const OptimizerConfig& oc = {},
                                        {"embedding_adam_beta2", oc.embedding_adam_beta2},
                                        {"unembedding_adam_beta2", oc.unembedding_adam_beta2},
                                        {"embedding_weight_decay", oc.embedding_weight_decay},
-                                       {"unembedding_weight_decay", oc.unembedding_weight_decay}}
+                                       {"unembedding_weight_decay", oc.unembedding_weight_decay},
+                                       {"resid_scalar_lr", oc.resid_scalar_lr},
+                                       {"resid_scalar_weight_decay", oc.resid_scalar_weight_decay},
+                                       {"x0_scalar_lr", oc.x0_scalar_lr},
+                                       {"x0_scalar_beta1", oc.x0_scalar_beta1}}
                                       .dump());
   batch.write(dir / "batch.safetensors");
 
@@ -157,6 +161,19 @@ TEST(TorchParity, WithPerGroupAdamW) {
   oc.embedding_weight_decay = 0.5;
   oc.unembedding_weight_decay = 2.0;
   check_parity(test::tiny_config(), oc);
+}
+
+// nanochat's residual scalars (frontier.md 1.1): x = r_i x + a_i x0 before each layer, with r and a learned
+// in their own AdamW groups (r: lr 0.005, weight decay 0.05; a: lr 0.5, beta1 0.96; the weight decay made
+// large here, 2, so that it moves r visibly in 3 steps). The scalars start away from 1 and 0
+// (randomize_parameters), so every term of the mix has a gradient.
+TEST(TorchParity, WithResidualScalars) {
+  CT_NEED_PYTHON_MODULES("torch numpy", test::python() + " lacks torch or numpy");
+  ModelConfig c = test::tiny_config();
+  c.residual_scalars = true;
+  OptimizerConfig oc;
+  oc.resid_scalar_weight_decay = 2.0;
+  check_parity(c, oc);
 }
 
 }  // namespace

@@ -87,6 +87,8 @@ class Config:
         self.softcap = fields.get("softcap", 15.0)
         self.rope_base = fields.get("rope_base", 10000.0)
         self.qk_gain = fields.get("qk_gain", 1.0)  # frontier.md 1.6: q, k times the gain after QK norm
+        # frontier.md 1.1: x = r[i] x + a[i] x0 before block i (nanochat's resid_lambdas, x0_lambdas)
+        self.residual_scalars = fields.get("residual_scalars", False)
 
     @property
     def head_dim(self):
@@ -176,6 +178,9 @@ class GPT(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
+        if cfg.residual_scalars:  # registered first: nanochat's state_dict order
+            self.resid_lambdas = nn.Parameter(torch.ones(cfg.n_layer))
+            self.x0_lambdas = nn.Parameter(torch.zeros(cfg.n_layer))
         self.transformer = nn.ModuleDict(
             {
                 "wte": nn.Embedding(cfg.padded_vocab_size, cfg.n_embd),
@@ -190,7 +195,10 @@ class GPT(nn.Module):
         dtype = self.transformer["wte"].weight.dtype
         cos, sin = rotary_tables(T, cfg.head_dim, cfg.rope_base, dtype)
         x = rms_norm(self.transformer["wte"](idx.long()))
-        for block in self.transformer["h"]:
+        x0 = x
+        for i, block in enumerate(self.transformer["h"]):
+            if cfg.residual_scalars:
+                x = self.resid_lambdas[i] * x + self.x0_lambdas[i] * x0
             x = block(x, cos, sin)
         x = rms_norm(x)
         logits = self.lm_head(x)[..., : cfg.vocab_size]  # padded rows are never scored

@@ -31,6 +31,11 @@ class OptimizerConfig:
         self.unembedding_adam_beta2 = -1.0
         self.embedding_weight_decay = -1.0
         self.unembedding_weight_decay = -1.0
+        # the residual scalars' AdamW groups (frontier.md 1.1): r at (adam beta1, beta2), a at (x0 beta1, beta2)
+        self.resid_scalar_lr = 0.005
+        self.resid_scalar_weight_decay = 0.05
+        self.x0_scalar_lr = 0.5
+        self.x0_scalar_beta1 = 0.96
         self.grad_clip = 1.0
         for k, v in overrides.items():
             assert hasattr(self, k), k
@@ -79,14 +84,19 @@ class ReferenceOptimizer:
         def own(group_value, shared):
             return group_value if group_value >= 0 else shared
 
-        b2, wd = cfg.adam_betas[1], cfg.weight_decay
-        # (parameter, lr, beta2, weight decay)
+        b1, b2, wd = cfg.adam_betas[0], cfg.adam_betas[1], cfg.weight_decay
+        # (parameter, lr, beta1, beta2, weight decay)
         self.adam = [
-            (model.transformer["wte"].weight, cfg.embedding_lr * width_scale, own(cfg.embedding_adam_beta2, b2),
+            (model.transformer["wte"].weight, cfg.embedding_lr * width_scale, b1, own(cfg.embedding_adam_beta2, b2),
              own(cfg.embedding_weight_decay, wd)),
-            (model.lm_head.weight, cfg.unembedding_lr * width_scale, own(cfg.unembedding_adam_beta2, b2),
+            (model.lm_head.weight, cfg.unembedding_lr * width_scale, b1, own(cfg.unembedding_adam_beta2, b2),
              own(cfg.unembedding_weight_decay, wd)),
         ]
+        if model.cfg.residual_scalars:  # no width factor
+            self.adam += [
+                (model.resid_lambdas, cfg.resid_scalar_lr, b1, b2, cfg.resid_scalar_weight_decay),
+                (model.x0_lambdas, cfg.x0_scalar_lr, cfg.x0_scalar_beta1, b2, 0.0),
+            ]
         self.momentum = [torch.zeros_like(p) for p in self.matrices]
         self.exp_avg = [torch.zeros_like(group[0]) for group in self.adam]
         self.exp_avg_sq = [torch.zeros_like(group[0]) for group in self.adam]
@@ -124,8 +134,7 @@ class ReferenceOptimizer:
             else:
                 p.add_(x, alpha=-lr)
         t = self.steps_taken + 1
-        b1 = cfg.adam_betas[0]
-        for (p, lr, b2, wd), m, v in zip(self.adam, self.exp_avg, self.exp_avg_sq):
+        for (p, lr, b1, b2, wd), m, v in zip(self.adam, self.exp_avg, self.exp_avg_sq):
             g = p.grad
             m.mul_(b1).add_((1 - b1) * g)
             v.mul_(b2).add_((1 - b2) * g * g)

@@ -59,6 +59,19 @@ TEST(Recipe, ErrorsNameFileLineAndField) {
                 .find("field 'optimizer.unembedding_weight_decay': expected >= 0, or -1 for weight_decay"),
             std::string::npos);
   EXPECT_EQ(parse_recipe("[optimizer]\nunembedding_adam_beta2 = 0.96\n", "good").optimizer.unembedding_adam_beta2, 0.96);
+  // the residual scalars (frontier.md 1.1) and their AdamW groups
+  const Recipe scalars = parse_recipe("[model]\nresidual_scalars = true\n[optimizer]\nx0_scalar_beta1 = 0.9\n", "good");
+  EXPECT_TRUE(scalars.model.residual_scalars);
+  EXPECT_EQ(scalars.optimizer.x0_scalar_beta1, 0.9);
+  EXPECT_EQ(scalars.optimizer.resid_scalar_lr, 0.005);
+  EXPECT_FALSE(Recipe{}.model.residual_scalars);
+  EXPECT_NE(test::recipe_error("[model]\nresidual_scalars = 1\n").find("field 'model.residual_scalars'"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nx0_scalar_beta1 = 1.0\n").find("field 'optimizer.x0_scalar_beta1': expected [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nx0_scalar_lr = -1\n").find("learning rates must be >= 0"), std::string::npos);
+  EXPECT_NE(test::recipe_error("[optimizer]\nresid_scalar_weight_decay = -1\n")
+                .find("field 'optimizer.resid_scalar_weight_decay': expected >= 0"),
+            std::string::npos);
   EXPECT_NE(test::recipe_error("[model\n").find("bad.toml:1"), std::string::npos) << test::recipe_error("[model\n");
   EXPECT_NE(test::recipe_error("model = 3\n").find("field 'model': expected a table"), std::string::npos);
   EXPECT_NE(test::recipe_error("[backend]\nmatmul_precision = \"fp16\"\n")

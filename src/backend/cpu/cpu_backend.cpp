@@ -170,7 +170,8 @@ void CpuBackend::check_kernel_dtype(const char* op, const char* arg, const Tenso
   static const std::set<std::string> f32_and_f64_only = {
       "axpby", "scale", "sum", "sum_squares", "sum_to_slot", "sum_squares_to_slot", "embedding_forward",
       "embedding_backward", "softcap_cross_entropy_forward", "softcap_cross_entropy_backward", "adamw_update",
-      "muon_momentum", "muon_update", "newton_schulz", "newton_schulz_many"};
+      "muon_momentum", "muon_update", "newton_schulz", "newton_schulz_many", "residual_mix_forward",
+      "residual_mix_backward"};
   if (f32_and_f64_only.count(op)) refuse_dtype(op, arg, t, "the cpu backend computes this op in f32 or f64 only");
 }
 

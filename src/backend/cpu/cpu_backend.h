@@ -39,8 +39,8 @@
 //
 // Argument checks: Backend's public ops check the op contract (backend/op_contract.h) before these
 // kernels run; on top of it the CPU has no bf16 kernel for axpby, scale, sum, sum_squares, the value
-// slots, embedding, the separate cross-entropy ops, the optimizer updates and Newton-Schulz, and it
-// accumulates rmsnorm_backward's dx_acc in f32 or f64 only.
+// slots, embedding, the separate cross-entropy ops, the optimizer updates, Newton-Schulz and the
+// residual mix, and it accumulates rmsnorm_backward's dx_acc in f32 or f64 only.
 //
 // Op timing: with op_timing::set_enabled(true) every public op records its wall-clock time
 // (backend/op_timing.h, opened by Backend's public ops; train_throughput_bench --profile-ops 1

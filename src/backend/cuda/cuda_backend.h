@@ -9,7 +9,7 @@
 //   y (and rmsnorm_backward's dx) may differ from x (dy, y); embedding reads an f32 or bf16 table
 //   into f32 or bf16 rows and accumulates bf16 or f32 rows into an f32 table; cross-entropy reads
 //   f32 or bf16 logits and writes f32 or bf16 dlogits (in place only when the dtypes match);
-//   copy converts between f32, bf16 and f64. The optimizer ops take f32 only.
+//   copy converts between f32, bf16 and f64. The optimizer ops and the residual mix take f32 only.
 // - f64 tensors can be allocated, filled, copied, uploaded and downloaded; compute ops reject them.
 // - Side tensors (rstd, lse, losses, cos, sin) are f32; tokens, targets and argmax i32.
 // - Token ids and targets are range-checked on the device: a bad id sets an error word that the

@@ -8,7 +8,8 @@ namespace ct::cuda {
 
 void check_cuda_dtype(const char* op, const char* arg, const Tensor& t) {
   if (std::strcmp(op, "adamw_update") == 0 || std::strcmp(op, "muon_momentum") == 0 ||
-      std::strcmp(op, "muon_update") == 0) {
+      std::strcmp(op, "muon_update") == 0 || std::strcmp(op, "residual_mix_forward") == 0 ||
+      std::strcmp(op, "residual_mix_backward") == 0) {
     if (t.dtype != DType::i32) check_dtype(op, arg, t, DType::f32);  // (i32: the contract's message)
     return;
   }
