@@ -42,7 +42,7 @@ guard_tests="CrossEntropy.FastKernelNeverTouchesPastTheLastLogit:F32TileGemm.Row
 # the same at every CPU level; the f32 attention kernels of the AVX2 level stay checked here by the
 # other Attention tests), and the bf16 attention test, whose path an AVX2 CPU never trains on (a recipe
 # that asks for bf16 there is refused). And test_optim's 200-step overfitting run (275 s there): the
-# emulated training run below takes the same ops through 30 steps and checks that the loss falls. All
+# emulated training run below takes the same ops through 12 steps and checks that the loss falls. All
 # four run natively in the release stage, and there at the AVX2 level too (their avx2/ copies).
 slow_tests="Attention.HeadDimsAcrossPanelsAndKeyBlocks:Attention.GroupedQueryHeadsAcrossBlocks:Bf16Attention.TiledKernelsMatchF64"
 slow_tests+=":Optimizer.TinyModelOverfitsOneBatch"
@@ -52,9 +52,10 @@ run() {
   emulate "$build/tests/$binary" --gtest_brief=1 --gtest_filter="$filter"
   echo "== $binary: passed in $((SECONDS - start)) s"
 }
-# One whole training run (30 steps of the tests' tiny model, held-out evaluations, the checkpoint):
-# the trainer's tests take ~20 minutes emulated, this one ~2.7 (on the Zen 4 of 2026-12-07). The emulated tests keep about one core
-# busy, so the training run goes beside the others (its output follows theirs).
+# One whole training run (12 steps of the tests' tiny model, held-out evaluations, the checkpoint):
+# the trainer's other tests would take far longer emulated. At 30 steps it took ~2.7 minutes under the
+# Zen 4's QEMU, and a step took ~42 s under the AMX Xeon's (2026-12-07). The emulated tests keep about one core busy, so the
+# training run goes beside the others (its output follows theirs).
 train_log=$(mktemp)
 run test_train "TrainerTest.RunByStepsLearnsAndWritesRecords" > "$train_log" 2>&1 &
 train_pid=$!

@@ -307,6 +307,8 @@ void apply_depth_dial(Recipe& r, const GivenFields& given, const std::string& wh
   r.optimizer.matrix_lr *= batch_scale;
   r.optimizer.embedding_lr *= batch_scale;
   r.optimizer.unembedding_lr *= batch_scale;
+  r.optimizer.resid_scalar_lr *= batch_scale;  // (used with model.residual_scalars only)
+  r.optimizer.x0_scalar_lr *= batch_scale;
   r.steps = horizon_steps(r);
 }
 

@@ -66,6 +66,8 @@ TEST(DepthRule, DocumentedTable) {
     EXPECT_NEAR(r.optimizer.matrix_lr, 0.02 * row.lr_scale, 1e-15);
     EXPECT_NEAR(r.optimizer.embedding_lr, 0.2 * row.lr_scale, 1e-15);
     EXPECT_NEAR(r.optimizer.unembedding_lr, 0.004 * row.lr_scale, 1e-15);
+    EXPECT_NEAR(r.optimizer.resid_scalar_lr, 0.005 * row.lr_scale, 1e-15);  // the residual scalars' too
+    EXPECT_NEAR(r.optimizer.x0_scalar_lr, 0.5 * row.lr_scale, 1e-15);
   }
   // The start lines' summary says the same.
   EXPECT_EQ(depth_summary(at_depth(6)),
