@@ -50,7 +50,10 @@ def build_model(recipe, seed):
     model = GPT(model_config(recipe))
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name == "transformer.wte.weight":
+            if name in ("resid_lambdas", "x0_lambdas"):  # frontier.md 1.1's ramps over the layers
+                s = torch.arange(p.numel(), dtype=torch.float64) / max(p.numel() - 1, 1)
+                p.copy_(1.15 - 0.10 * s if name == "resid_lambdas" else 0.20 - 0.15 * s)
+            elif name == "transformer.wte.weight":
                 p.normal_(0.0, 1.0)
             elif name == "lm_head.weight" or name.endswith("c_proj.weight"):
                 p.zero_()
@@ -83,6 +86,10 @@ def build_optimizer(model, recipe):
             unembedding_adam_beta2=o.get("unembedding_adam_beta2", -1.0),
             embedding_weight_decay=o.get("embedding_weight_decay", -1.0),
             unembedding_weight_decay=o.get("unembedding_weight_decay", -1.0),
+            resid_scalar_lr=o.get("resid_scalar_lr", 0.005),
+            resid_scalar_weight_decay=o.get("resid_scalar_weight_decay", 0.05),
+            x0_scalar_lr=o.get("x0_scalar_lr", 0.5),
+            x0_scalar_beta1=o.get("x0_scalar_beta1", 0.96),
             grad_clip=o["grad_clip"],
         ),
     )
