@@ -9,6 +9,7 @@
 // Written and compiled; not yet run on a GPU (docs/cuda.md).
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_limits.h"
 
 namespace ct::cuda {
@@ -16,13 +17,9 @@ namespace ct::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMixElementsPerBlock = 1 << 15;
-constexpr int64_t kMixMaxBlocks = 1024;
 
-int mix_blocks(int64_t n) {
-  const int64_t blocks = (n + kMixElementsPerBlock - 1) / kMixElementsPerBlock;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMixMaxBlocks ? kMixMaxBlocks : blocks));
-}
+// The grid of the reductions' first pass (cuda_kernels.h): its size depends only on n.
+int mix_blocks(int64_t n) { return static_cast<int>(reduce_partials_count(n)); }
 
 __global__ void residual_mix_forward_kernel(float* x, float* saved, const float* x0, const float* r_ptr,
                                             const float* a_ptr, int64_t n) {
